@@ -1,0 +1,119 @@
+"""The hand-labeled adversarial set: a small Paylane help-centre knowledge base and labeled examples.
+
+Files (JSONL, one object per line; every row has a unique ``id`` and a ``split`` of ``train`` or ``dev``):
+
+=========  =====================  =================================  ==============================
+kind       signature              inputs                             labels
+=========  =====================  =================================  ==============================
+grading    GradeRetrieval         question, passage                  reason, relevance
+strips     StripRelevance         question, strips                   relevant (1-based)
+rewrite    RewriteQuery           question                           expert_terms, relevant_doc_ids
+support    CheckClaimSupport      claim, evidence                    support
+answers    GenerateAnswer         question, context                  gold_answers, key_facts
+queries    (end to end, Paylane)  question                           expected_action, gold_answers, …
+=========  =====================  =================================  ==============================
+
+See README.md in this folder for the labeling guide; ``python -m eval_sets.adversarial.validate`` checks it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent
+KB_DIR = DATA_DIR / "kb"
+
+SPLITS = ("train", "dev")
+
+#: kind -> input field names given to ``dspy.Example.with_inputs``
+INPUTS: dict[str, tuple[str, ...]] = {
+    "grading": ("question", "passage"),
+    "strips": ("question", "strips"),
+    "rewrite": ("question",),
+    "support": ("claim", "evidence"),
+    "answers": ("question", "context"),
+    "queries": ("question",),
+}
+
+#: kind -> the label fields a metric compares against
+LABELS: dict[str, tuple[str, ...]] = {
+    "grading": ("reason", "relevance"),
+    "strips": ("relevant",),
+    "rewrite": ("expert_terms", "relevant_doc_ids"),
+    "support": ("support",),
+    "answers": ("gold_answers", "key_facts"),
+    "queries": (
+        "category",
+        "expected_action",
+        "relevant_doc_ids",
+        "answerable",
+        "gold_answers",
+        "key_facts",
+        "expert_terms",
+    ),
+}
+
+KINDS: tuple[str, ...] = tuple(INPUTS)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in INPUTS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+
+
+def _check_split(split: str | None) -> None:
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of: {', '.join(SPLITS)} (or None for all)")
+
+
+def data_path(kind: str, directory: str | Path | None = None) -> Path:
+    """The JSONL file holding ``kind`` (in ``directory``, by default this package's folder)."""
+    _check_kind(kind)
+    return Path(directory or DATA_DIR) / f"{kind}.jsonl"
+
+
+def load_rows(kind: str, split: str | None = None, directory: str | Path | None = None) -> list[dict]:
+    """The labeled rows of one kind, as dicts, in file order; ``split`` keeps only ``train`` or ``dev``."""
+    _check_kind(kind)
+    _check_split(split)
+    rows = []
+    with data_path(kind, directory).open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                if split is None or row.get("split") == split:
+                    rows.append(row)
+    return rows
+
+
+def load_examples(kind: str, split: str | None = None, directory: str | Path | None = None) -> list:
+    """The rows as ``dspy.Example`` objects with their inputs marked (see ``INPUTS``).
+
+    Every field of the row is kept on the example (``id``, ``split`` and ``source`` too), so metrics can
+    read any label; DSPy adapters use only the signature's fields when formatting demos."""
+    import dspy
+
+    inputs = INPUTS.get(kind)
+    rows = load_rows(kind, split, directory)
+    return [dspy.Example(**row).with_inputs(*inputs) for row in rows]
+
+
+def load_kb(kb_dir: str | Path | None = None) -> dict[str, str]:
+    """The Paylane knowledge base: ``{doc_id: markdown text}``, doc ids being file stems (e.g. ``refunds``)."""
+    folder = Path(kb_dir or KB_DIR)
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.md"))}
+
+
+__all__ = [
+    "DATA_DIR",
+    "INPUTS",
+    "KB_DIR",
+    "KINDS",
+    "LABELS",
+    "SPLITS",
+    "data_path",
+    "load_examples",
+    "load_kb",
+    "load_rows",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from program.cli import main
+
+sys.exit(main())

@@ -1,0 +1,82 @@
+"""Saving and loading the compiled program: DSPy JSON state plus a manifest beside it.
+
+DSPy saves predictors' instructions and demos (``module.save``) but not field types nor
+our thresholds, so the manifest carries the thresholds, the LM, the date, the DSPy version
+and the metrics. Both files are written to a temporary name and renamed into place, so an
+interrupted save never leaves a half-written compiled program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from program.resources import PROJECT_ROOT
+
+COMPILED_DIR = PROJECT_ROOT / "compiled"
+STATE_FILE = "crag.json"
+MANIFEST_FILE = "manifest.json"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def save_compiled(program, manifest: dict, directory: str | Path = COMPILED_DIR) -> Path:
+    """Save ``program``'s DSPy state and ``manifest`` into ``directory``; return the state path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state_tmp = directory / f".{STATE_FILE}.tmp{os.getpid()}.json"
+    program.save(str(state_tmp))
+    json.loads(state_tmp.read_text())  # refuse to install a state file that does not parse
+    os.replace(state_tmp, directory / STATE_FILE)
+    _atomic_write_text(directory / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return directory / STATE_FILE
+
+
+def read_manifest(directory: str | Path = COMPILED_DIR) -> dict | None:
+    """The saved manifest, or None when nothing was compiled into ``directory``."""
+    path = Path(directory) / MANIFEST_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def has_compiled(directory: str | Path = COMPILED_DIR) -> bool:
+    return (Path(directory) / STATE_FILE).exists() and (Path(directory) / MANIFEST_FILE).exists()
+
+
+def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="snapshot", embedder=None, **kwargs):
+    """Build the CRAG program and load its compiled prompts and thresholds.
+
+    Args:
+        directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
+        knowledge_base: a ``KnowledgeBase``; default the embedded PopQA knowledge base.
+        web: a search backend, a backend name (``snapshot``, ``none``), or None.
+        embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
+        **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``...), overriding the manifest.
+
+    Returns:
+        A ready ``program.crag.CRAG``.
+
+    Raises:
+        FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
+    """
+    from program.crag import CRAG
+    from program import resources
+
+    directory = Path(directory)
+    if not has_compiled(directory):
+        raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
+    manifest = read_manifest(directory)
+    thresholds = manifest.get("thresholds", {})
+    settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2), **kwargs}
+    program = CRAG(
+        knowledge_base if knowledge_base is not None else resources.knowledge_base(),
+        web=resources.web_backend(web) if isinstance(web, str) or web is None else web,
+        embedder=embedder if embedder is not None else resources.embedder(),
+        **settings,
+    )
+    program.load(str(directory / STATE_FILE))
+    return program

@@ -1,0 +1,43 @@
+"""Per-step cost accounting: LM calls, tokens and seconds, read from the LM's history.
+
+DSPy records every LM call (usage included) in ``lm.history``; a step counts the entries
+added while it ran. Cached calls are counted as calls with the usage the cache stored.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import dspy
+
+from program.types import StepCost, Trace
+
+
+def _history() -> list:
+    lm = dspy.settings.lm
+    return getattr(lm, "history", None) if lm is not None else None
+
+
+@contextmanager
+def step(trace: Trace, name: str):
+    """Record the LM calls, tokens and seconds spent inside the block as one ``StepCost``.
+
+    Usage: ``with step(trace, "evaluate") as cost: ...``; ``cost.notes`` may be set inside.
+    The step is appended to ``trace.steps`` even when the block raises.
+    """
+    history = _history()
+    start_len = len(history) if history is not None else 0
+    cost = StepCost(step=name)
+    started = time.perf_counter()
+    try:
+        yield cost
+    finally:
+        cost.seconds = round(time.perf_counter() - started, 3)
+        new = history[start_len:] if history is not None else []
+        cost.lm_calls = len(new)
+        for entry in new:
+            usage = entry.get("usage") or {}
+            cost.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            cost.completion_tokens += int(usage.get("completion_tokens") or 0)
+        trace.steps.append(cost)

@@ -1,0 +1,145 @@
+"""The CRAG program: Corrective RAG (Yan et al. 2024) with Self-RAG's support checks (Asai et al. 2023).
+
+``forward`` follows the paper's algorithm: retrieve, evaluate, act (refine internal knowledge,
+search the web, or both), generate with citations, then check every claim and correct once.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from program.cost import step
+from program.evaluator import RetrievalEvaluator, decide_action
+from program.generation import AnswerGenerator, citations_for
+from program.refine import KnowledgeRefiner
+from program.selfcheck import ClaimChecker
+from program.types import FALLBACK_ANSWER, Action, Claim, CRAGResult, Passage, Strip, Trace
+from program.web_path import WebSearcher
+
+MAX_QUESTION_CHARS = 2000
+
+
+class QuestionError(ValueError):
+    """The question is empty or longer than ``MAX_QUESTION_CHARS``."""
+
+
+def validate_question(question: str) -> str:
+    """Return the stripped question; raise ``QuestionError`` if empty or over the length cap."""
+    text = (question or "").strip()
+    if not text:
+        raise QuestionError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return text
+
+
+class CRAG(dspy.Module):
+    """Corrective RAG with a claim-level self-check, as one DSPy module.
+
+    Args:
+        knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``).
+        web: a search backend for the INCORRECT and AMBIGUOUS actions, or None (no web).
+        k: passages retrieved and graded.
+        upper, lower: the evaluator's thresholds on relevance scores in [0, 1]
+            (CORRECT if any score >= upper, INCORRECT if all < lower, else AMBIGUOUS).
+        embedder: used by the refiner to pre-filter strips; None grades every strip.
+        max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
+        web_k: web hits kept.
+
+    Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
+    partially supported ones are kept and flagged; when no claim remains, or there was no
+    relevant knowledge at all, the answer is the honest fallback (``FALLBACK_ANSWER``) and
+    ``result.fallback`` is True. ``forward`` raises only ``QuestionError``, for a bad question.
+
+    Example:
+        >>> program = CRAG(KnowledgeBase.load(".cache/indexes/popqa"), web=OfflineSnapshotBackend(path))
+        >>> result = program(question="What is Herlyn Espinal's occupation?")
+        >>> result.action, result.answer
+    """
+
+    def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
+                 embedder=None, max_retries: int = 1, web_k: int = 2):
+        super().__init__()
+        self.knowledge_base = knowledge_base
+        self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
+        self.evaluator = RetrievalEvaluator()
+        self.refiner = KnowledgeRefiner(embedder)
+        self.web_searcher = WebSearcher(web, k=web_k)
+        self.generator = AnswerGenerator()
+        self.checker = ClaimChecker()
+
+    def forward(self, question: str) -> CRAGResult:
+        question = validate_question(question)
+        trace = Trace()
+        with step(trace, "retrieve"):
+            passages = self.knowledge_base.search(question, self.k)
+        with step(trace, "evaluate"):
+            grades = self.evaluator(question=question, passages=passages)
+        action, confidence = decide_action(grades, self.upper, self.lower)
+        trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower})")
+
+        strips: list[Strip] = []
+        if action in (Action.CORRECT, Action.AMBIGUOUS):
+            useful = [p for p, g in zip(passages, grades) if g.score >= self.lower]
+            strips += self._refine(question, useful, trace, "refine-internal")
+        if action in (Action.INCORRECT, Action.AMBIGUOUS):
+            strips += self._search_web(question, trace)
+
+        result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
+                            grades=grades, strips=strips, trace=trace)
+        if not strips:
+            trace.note("no relevant knowledge: honest fallback")
+            result.fallback = True
+            return result
+        return self._answer_and_check(result)
+
+    def _refine(self, question: str, passages: list[Passage], trace: Trace, name: str) -> list[Strip]:
+        if not passages:
+            return []
+        with step(trace, name) as cost:
+            strips = self.refiner(question=question, passages=passages)
+            cost.notes = self.refiner.last_note
+        return strips
+
+    def _search_web(self, question: str, trace: Trace) -> list[Strip]:
+        with step(trace, "web-search") as cost:
+            found = self.web_searcher(question=question)
+            trace.rewritten_query = found.query
+            cost.notes = found.error or f"query={found.query!r}; hits={[p.url for p in found.passages]}"
+        if found.error:
+            trace.note(f"web path failed: {found.error}")
+        return self._refine(question, found.passages, trace, "refine-web")
+
+    def _answer_and_check(self, result: CRAGResult) -> CRAGResult:
+        question, strips, trace = result.question, result.strips, result.trace
+        with step(trace, "generate"):
+            answer = self.generator(question=question, strips=strips)
+        with step(trace, "self-check"):
+            claims = self.checker(question=question, answer=answer, strips=strips)
+        for _ in range(self.max_retries):
+            unsupported = [c.text for c in claims if c.support == "no"]
+            if not unsupported:
+                break
+            trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
+            result.retried = True
+            with step(trace, "generate-strict"):
+                answer = self.generator(question=question, strips=strips, unsupported=unsupported)
+            with step(trace, "self-check-retry"):
+                claims = self.checker(question=question, answer=answer, strips=strips)
+        return self._finalise(result, answer, claims)
+
+    def _finalise(self, result: CRAGResult, answer: str, claims: list[Claim]) -> CRAGResult:
+        for claim in claims:
+            claim.kept = claim.support != "no"
+        result.claims = claims
+        kept = [c for c in claims if c.kept]
+        if not kept:
+            result.fallback = True
+            result.trace.note("no supported claim: honest fallback")
+            return result
+        if len(kept) < len(claims):
+            answer = " ".join(c.text + "".join(f" [{n}]" for n in c.cited) for c in kept)
+            result.trace.note(f"dropped {len(claims) - len(kept)} unsupported claim(s)")
+        result.answer = answer
+        result.citations = citations_for(answer, result.strips)
+        return result

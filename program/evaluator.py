@@ -1,0 +1,100 @@
+"""The retrieval evaluator: grade each retrieved passage, then choose an action (CRAG §4.2–4.3).
+
+CRAG's evaluator scores every (question, document) pair; the scores set a confidence and,
+by an upper and a lower threshold, one of three actions:
+
+    CORRECT    at least one passage scores >= upper
+    INCORRECT  every passage scores < lower
+    AMBIGUOUS  otherwise
+
+Here the scorer is the DSPy Signature ``GradeRetrieval`` (three yes/no judgments turned
+into a score by ``score_grade``), run at temperature 0. The thresholds are calibrated by ``python -m optimize.compile``.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from program.lm import CRITIQUE_CONFIG
+from program.types import Action, ChunkGrade, Passage
+from signatures import GradeRetrieval
+
+def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple[Action, float]:
+    """Map per-passage scores to CRAG's action and confidence.
+
+    Args:
+        grades: one grade per retrieved passage; may be empty.
+        upper: a passage scoring >= upper makes the retrieval CORRECT.
+        lower: all passages scoring < lower make it INCORRECT.
+
+    Returns:
+        ``(action, confidence)`` where confidence is the highest score (0.0 with no grades).
+        No passages at all is INCORRECT: there is nothing internal to trust.
+
+    Raises:
+        ValueError: when ``not 0 <= lower <= upper <= 1``.
+    """
+    if not 0.0 <= lower <= upper <= 1.0:
+        raise ValueError(f"thresholds must satisfy 0 <= lower <= upper <= 1, got lower={lower}, upper={upper}")
+    confidence = max((g.score for g in grades), default=0.0)
+    if grades and confidence >= upper:
+        return Action.CORRECT, confidence
+    if all(g.score < lower for g in grades):
+        return Action.INCORRECT, confidence
+    return Action.AMBIGUOUS, confidence
+
+
+def score_grade(same_entity: bool, answers_question: bool, outdated: bool = False) -> tuple[float, str]:
+    """Turn GradeRetrieval's three judgments into a relevance score in [0, 1] and a reason.
+
+    ============================  =====  ==========
+    judgments                     score  reason
+    ============================  =====  ==========
+    right entity, states answer   1.0    relevant
+    states an answer, namesake?   0.6    partial
+    right entity, no answer       0.4    partial
+    neither                       0.0    irrelevant
+    outdated (and not neither)    <=0.3  stale
+    ============================  =====  ==========
+
+    Asking a small model for booleans, not a number, is what makes its grades usable: asked
+    for a category or a score, the 1.5B model answered "irrelevant" to nearly everything.
+    """
+    score = 0.6 * bool(answers_question) + 0.4 * bool(same_entity)
+    if score == 0.0:
+        return 0.0, "irrelevant"
+    if outdated:
+        return min(score, 0.3), "stale"
+    return score, "relevant" if score == 1.0 else "partial"
+
+
+class RetrievalEvaluator(dspy.Module):
+    """Grade retrieved passages with ``GradeRetrieval``, one call per passage.
+
+    Args:
+        max_chars: passages are cut to this many characters before grading (about 170
+            tokens; the local model reads about 30 prompt tokens a second).
+
+    A call whose output cannot be parsed grades that passage ``irrelevant`` with score 0
+    and says so in the grade's explanation; it never raises for bad LM output.
+
+    Example:
+        >>> grades = RetrievalEvaluator()(question="Who wrote Dune?", passages=passages)
+        >>> action, confidence = decide_action(grades, upper=0.6, lower=0.2)
+    """
+
+    def __init__(self, max_chars: int = 700):
+        super().__init__()
+        self.grade = dspy.Predict(GradeRetrieval)
+        self.max_chars = max_chars
+
+    def forward(self, question: str, passages: list[Passage]) -> list[ChunkGrade]:
+        return [self._grade_one(question, p) for p in passages]
+
+    def _grade_one(self, question: str, passage: Passage) -> ChunkGrade:
+        try:
+            out = self.grade(question=question, passage=passage.text[: self.max_chars], config=CRITIQUE_CONFIG)
+        except Exception as exc:  # adapter parse failures surface as several exception types
+            return ChunkGrade(passage.id, 0.0, "irrelevant", f"unparseable grader output: {type(exc).__name__}")
+        score, reason = score_grade(out.same_entity, out.answers_question, out.outdated)
+        return ChunkGrade(passage.id, score, reason)

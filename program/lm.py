@@ -1,0 +1,136 @@
+"""Choosing and configuring the language model.
+
+The embedded default runs the Qwen2.5-Coder GGUF in-process with xllamacpp (llama.cpp's
+server engine, with prompt-prefix caching), wrapped as a DSPy custom engine
+(``dspy.LM(..., engine=...)``, DSPy 3.4's engine contract: ``complete(Request) -> Response``).
+Any other DSPy model string (``openai/...``, ``ollama_chat/...``, ``hosted_vllm/...``) goes
+through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``.
+
+Choice, in order: the ``model`` argument, the ``CRAG_LM`` environment variable,
+``embedded-1.5b``. Critique steps ask for temperature 0 themselves (see ``critique``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from program.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file
+
+# Both must be set before dspy is imported: no cost-map download, and a cache DSPy finds again.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("DSPY_CACHEDIR", str(cache_root() / "dspy"))
+
+import dspy  # noqa: E402
+from dspy.lm15 import Message, Response, TextPart, Usage  # noqa: E402
+
+DEFAULT_MODEL = "embedded-1.5b"
+# Grading, strip relevance and support checks are critiques: deterministic (DESIGN.md).
+CRITIQUE_CONFIG = {"temperature": 0.0}
+
+
+class LlamaCppEngine:
+    """A DSPy engine running a GGUF model in-process through ``xllamacpp.Server``.
+
+    Args:
+        model_path: path of the ``.gguf`` file.
+        n_ctx: context window per slot, in tokens (default 4096).
+        slots: KV-cache slots (default 6). Calls run one at a time, but each slot keeps the
+            last prompt it saw and llama.cpp picks the slot sharing the longest prefix, so
+            each signature's instructions stay cached and a call pays only for its new tokens.
+        n_threads: CPU threads (default: all cores).
+    """
+
+    def __init__(self, model_path: str | Path, n_ctx: int = 4096, slots: int = 6, n_threads: int | None = None):
+        import xllamacpp as xlc
+
+        params = xlc.CommonParams()
+        params.model.path = str(model_path)
+        params.n_ctx = n_ctx * slots
+        params.n_parallel = slots
+        threads = n_threads or os.cpu_count() or 2
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        params.verbosity = -1
+        self.model_path = str(model_path)
+        self._server = xlc.Server(params)
+        self._lock = threading.Lock()
+
+    def complete(self, request) -> Response:
+        messages = []
+        if request.system is not None:
+            system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system)
+            messages.append({"role": "system", "content": system})
+        messages.extend({"role": m.role, "content": m.text or ""} for m in request.messages)
+        body = {"messages": messages, "max_tokens": request.config.max_tokens or 512}
+        if request.config.temperature is not None:
+            body["temperature"] = request.config.temperature
+        if request.config.stop:
+            body["stop"] = list(request.config.stop)
+        if request.config.seed is not None:
+            body["seed"] = request.config.seed
+        with self._lock:
+            out = self._server.handle_chat_completions(body)
+        if "error" in out:
+            raise RuntimeError(f"llama.cpp error: {out['error']}")
+        choice = out["choices"][0]
+        usage = out.get("usage", {})
+        return Response(
+            id=out.get("id"),
+            model=Path(self.model_path).name,
+            message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+            usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
+        )
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        pass
+
+
+_ENGINES: dict[str, LlamaCppEngine] = {}
+
+
+def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: int = 512) -> dspy.LM:
+    """Build the DSPy LM for ``model`` (see the module docstring for the order of choice).
+
+    Args:
+        model: ``embedded-1.5b``, ``embedded-0.5b``, or a DSPy model string.
+        api_base: base URL for a served model (``CRAG_API_BASE`` otherwise).
+        max_tokens: completion cap per call.
+
+    Returns:
+        A ``dspy.LM``; its ``history`` holds each call's usage.
+
+    Raises:
+        program.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
+    """
+    model = model or os.environ.get("CRAG_LM") or DEFAULT_MODEL
+    if model in EMBEDDED_MODELS:
+        if model not in _ENGINES:
+            _ENGINES[model] = LlamaCppEngine(ensure_model_file(model))
+        return dspy.LM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, num_retries=0)
+    api_base = api_base or os.environ.get("CRAG_API_BASE")
+    kwargs = {"api_base": api_base} if api_base else {}
+    if os.environ.get("CRAG_API_KEY"):
+        kwargs["api_key"] = os.environ["CRAG_API_KEY"]
+    return dspy.LM(model, max_tokens=max_tokens, **kwargs)
+
+
+def configure_lm(model: str | None = None, api_base: str | None = None) -> dspy.LM:
+    """Build the LM (see ``build_lm``) and make it DSPy's global LM."""
+    lm = build_lm(model, api_base)
+    dspy.configure(lm=lm)
+    return lm
+
+
+def model_name(lm: dspy.LM | None = None) -> str:
+    """The configured LM's name, for manifests and reports."""
+    lm = lm or dspy.settings.lm
+    return getattr(lm, "model", str(lm)).removeprefix("local/")

@@ -1,0 +1,175 @@
+"""Split documents into retrieval chunks.
+
+Strategy, in order:
+
+1. Split the text into sections at Markdown heading lines (``#`` … ``######``, outside code
+   fences). A chunk never spans two sections; the section's heading is kept in
+   ``Chunk.heading`` and is not part of ``Chunk.text``.
+2. Split each section into paragraphs at blank lines.
+3. Pack whole paragraphs into a chunk up to ``target_tokens``. A paragraph longer than
+   ``max_tokens`` is split into sentences (and a sentence longer than ``max_tokens`` into
+   word windows), which are packed the same way.
+4. Each chunk after the first in a section starts with ~``overlap_tokens`` of the previous
+   chunk's tail (whole trailing sentences when they fit, else trailing words).
+
+Token counts are APPROXIMATE: ``ceil(whitespace words × 1.3)``, a common rule of thumb for
+English text under WordPiece/BPE tokenizers. No tokenizer is loaded. (all-MiniLM-L6-v2
+truncates input at 256 word pieces, so the 300-token default stays near that limit.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+TOKENS_PER_WORD = 1.3
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
+
+
+@dataclass
+class Chunk:
+    """One retrievable piece of a document.
+
+    Attributes:
+        chunk_id: ``f"{doc_id}#{n}"``, n counting from 0 within the document.
+        doc_id: id of the source document.
+        text: chunk text (paragraphs separated by blank lines; nothing prefixed).
+        title: the document's title.
+        url: the document's URL, may be empty.
+        heading: nearest Markdown heading above the chunk, "" if none.
+        source_path: file the document came from, may be empty.
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    title: str = ""
+    url: str = ""
+    heading: str = ""
+    source_path: str = ""
+
+
+def count_tokens(text: str) -> int:
+    """Approximate token count: ``ceil(len(text.split()) * 1.3)``."""
+    return math.ceil(len(text.split()) * TOKENS_PER_WORD)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split on ``.``, ``!`` or ``?`` (plus closing quotes/brackets) followed by whitespace."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def split_sections(text: str) -> list[tuple[str, list[str]]]:
+    """Return ``[(heading, [paragraph, ...]), ...]``; text before any heading has heading ""."""
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    para: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if para:
+            sections[-1][1].append("\n".join(para).strip())
+            para.clear()
+
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            para.append(line)
+            continue
+        m = None if in_fence else _HEADING.match(line)
+        if m:
+            flush()
+            sections.append((m.group(2), []))
+        elif not line.strip() and not in_fence:
+            flush()
+        else:
+            para.append(line)
+    flush()
+    return [(h, [p for p in ps if p]) for h, ps in sections if any(ps)]
+
+
+def _word_windows(text: str, max_tokens: int) -> list[str]:
+    words = text.split()
+    step = max(1, int(max_tokens / TOKENS_PER_WORD))
+    return [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
+
+
+def _units(paragraph: str, max_tokens: int) -> list[str]:
+    """Split a paragraph into pieces of at most ``max_tokens`` (sentences, then word windows)."""
+    if count_tokens(paragraph) <= max_tokens:
+        return [paragraph]
+    out: list[str] = []
+    for sentence in split_sentences(paragraph):
+        out.extend([sentence] if count_tokens(sentence) <= max_tokens else _word_windows(sentence, max_tokens))
+    return out
+
+
+def _tail(pieces: list[tuple[str, int]], overlap_tokens: int) -> list[tuple[str, int]]:
+    """The last ~``overlap_tokens`` of a chunk, as (text, paragraph index) pieces."""
+    if overlap_tokens <= 0 or not pieces:
+        return []
+    last_text, para = pieces[-1]
+    sentences = split_sentences(last_text)
+    kept: list[str] = []
+    for s in reversed(sentences):
+        if count_tokens(" ".join([s] + kept)) > overlap_tokens:
+            break
+        kept.insert(0, s)
+    if not kept:  # the last sentence alone is too long: take trailing words
+        kept = [" ".join(last_text.split()[-max(1, int(overlap_tokens / TOKENS_PER_WORD)):])]
+    return [(" ".join(kept), para)]
+
+
+def _join(pieces: list[tuple[str, int]]) -> str:
+    out = ""
+    for i, (text, para) in enumerate(pieces):
+        if i:
+            out += " " if para == pieces[i - 1][1] else "\n\n"
+        out += text
+    return out
+
+
+def chunk_document(doc, target_tokens: int = 200, max_tokens: int = 300,
+                   overlap_tokens: int = 30) -> list[Chunk]:
+    """Split one document into chunks (see the module docstring).
+
+    Args:
+        doc: a :class:`~program.retrieval.corpus.Document` (needs doc_id, text, title;
+            url and source_path are used when present).
+        target_tokens: pack paragraphs until a chunk would exceed this many (approximate) tokens.
+        max_tokens: hard cap per piece before overlap is added; longer paragraphs are split.
+        overlap_tokens: approximate tokens carried from the previous chunk's tail.
+
+    Returns:
+        Chunks in document order, ids ``f"{doc.doc_id}#0"``, ``#1``, …; [] for an empty text.
+
+    Raises:
+        ValueError: unless ``0 < target_tokens <= max_tokens`` and ``0 <= overlap_tokens < target_tokens``.
+    """
+    if not 0 < target_tokens <= max_tokens:
+        raise ValueError(f"need 0 < target_tokens <= max_tokens, got {target_tokens}, {max_tokens}")
+    if not 0 <= overlap_tokens < target_tokens:
+        raise ValueError(f"need 0 <= overlap_tokens < target_tokens, got {overlap_tokens}, {target_tokens}")
+    texts: list[tuple[str, str]] = []  # (heading, text)
+    for heading, paragraphs in split_sections(doc.text):
+        pieces: list[tuple[str, int]] = []
+        fresh = 0  # tokens in `pieces` that are not overlap
+        for p_idx, paragraph in enumerate(paragraphs):
+            for unit in _units(paragraph, max_tokens):
+                size = count_tokens(unit)
+                if fresh and count_tokens(_join(pieces)) + size > target_tokens:
+                    texts.append((heading, _join(pieces)))
+                    pieces = _tail(pieces, overlap_tokens)
+                    if count_tokens(_join(pieces)) + size > max_tokens:
+                        pieces = []
+                    fresh = 0
+                pieces.append((unit, p_idx))
+                fresh += size
+        if fresh:
+            texts.append((heading, _join(pieces)))
+    return [Chunk(f"{doc.doc_id}#{n}", doc.doc_id, text, doc.title, getattr(doc, "url", "") or "",
+                  heading, getattr(doc, "source_path", "") or "")
+            for n, (heading, text) in enumerate(texts)]

@@ -1,0 +1,199 @@
+"""Load a knowledge-base corpus from files into :class:`Document` objects.
+
+Supported inputs (a single file, or a folder searched recursively in sorted path order):
+
+* ``.jsonl`` — one JSON object per line. Text from ``text``, or ``paragraphs`` (a list of
+  strings joined with blank lines), or ``content``; id from ``doc_id``, ``id`` or ``url``
+  (else ``"<file stem>-<line number>"``); optional ``title`` and ``url``. Blank lines are skipped.
+* ``.md`` / ``.markdown`` / ``.txt`` — the whole file is one document; id is the path relative
+  to the folder (or the file name); title is the first ``# `` heading (Markdown) or the stem.
+* ``.html`` / ``.htm`` — text extracted with BeautifulSoup, dropping script, style, nav, header,
+  footer (and similar) elements; block elements become paragraphs, ``<h1>``–``<h6>`` become
+  Markdown headings (so the chunker sees them); title from ``<title>``.
+
+Bytes that are not UTF-8 are decoded with U+FFFD replacement characters.
+
+Errors: :class:`CorpusError` (a ``ValueError``) for a missing path, a malformed JSONL line
+(message names the file and 1-based line number), a duplicate document id, a single file with
+an unsupported extension, or a corpus with no non-empty document. Unsupported files inside a
+folder are skipped and counted in the optional ``report`` dict.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+JSONL_EXTS = {".jsonl"}
+MARKDOWN_EXTS = {".md", ".markdown"}
+TEXT_EXTS = {".txt"}
+HTML_EXTS = {".html", ".htm"}
+SUPPORTED_EXTS = JSONL_EXTS | MARKDOWN_EXTS | TEXT_EXTS | HTML_EXTS
+
+_DROP_TAGS = ["script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "aside"]
+_BLOCK_TAGS = ["p", "div", "li", "ul", "ol", "pre", "blockquote", "table", "tr", "dt", "dd",
+               "section", "article", "main", "figcaption", "br", "hr"]
+
+
+class CorpusError(ValueError):
+    """The corpus cannot be loaded; the message says which file (and line) and why."""
+
+
+@dataclass
+class Document:
+    """One source document.
+
+    Attributes:
+        doc_id: unique id within the corpus (JSONL id, or path relative to the corpus folder).
+        text: plain text; paragraphs separated by blank lines, headings as Markdown ``#`` lines.
+        title: document title, may be empty.
+        source_path: path of the file it was read from.
+        url: the document's URL when known (JSONL ``url``), else empty.
+    """
+
+    doc_id: str
+    text: str
+    title: str
+    source_path: str
+    url: str = ""
+
+
+def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
+    """Return ``(supported_files, skipped_files)`` under ``path``, each sorted.
+
+    A single file with an unsupported extension raises :class:`CorpusError`;
+    a missing path raises :class:`CorpusError`.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError(f"corpus path does not exist: {p}")
+    if p.is_file():
+        if p.suffix.lower() not in SUPPORTED_EXTS:
+            raise CorpusError(f"unsupported corpus file type {p.suffix!r}: {p} "
+                              f"(supported: {', '.join(sorted(SUPPORTED_EXTS))})")
+        return [p], []
+    files, skipped = [], []
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        if any(part.startswith(".") for part in f.relative_to(p).parts):
+            continue  # hidden files and folders (.git, editor swap files)
+        (files if f.suffix.lower() in SUPPORTED_EXTS else skipped).append(f)
+    return files, skipped
+
+
+def load_documents(path: str | Path, report: dict | None = None) -> list[Document]:
+    """Load every document under ``path`` (a file or a folder).
+
+    Args:
+        path: a supported file, or a folder searched recursively.
+        report: optional dict, filled with ``files`` (count read), ``skipped_files`` (list of
+            unsupported paths), ``empty_documents`` (count of documents with no text, dropped).
+
+    Returns:
+        Documents in deterministic order (sorted files, then line order).
+
+    Raises:
+        CorpusError: see the module docstring.
+    """
+    root = Path(path)
+    files, skipped = list_source_files(root)
+    if skipped:
+        log.info("corpus %s: skipped %d unsupported file(s)", root, len(skipped))
+    docs: list[Document] = []
+    empty = 0
+    for f in files:
+        rel = f.name if root.is_file() else f.relative_to(root).as_posix()
+        for doc in _load_file(f, rel):
+            if doc.text.strip():
+                docs.append(doc)
+            else:
+                empty += 1
+    if report is not None:
+        report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty)
+    if not docs:
+        raise CorpusError(f"empty corpus: no document with text under {root} "
+                          f"({len(files)} supported file(s), {len(skipped)} skipped, {empty} empty)")
+    seen: dict[str, str] = {}
+    for d in docs:
+        if d.doc_id in seen:
+            raise CorpusError(f"duplicate document id {d.doc_id!r} in {d.source_path} "
+                              f"(first seen in {seen[d.doc_id]})")
+        seen[d.doc_id] = d.source_path
+    return docs
+
+
+def _read_text(f: Path) -> str:
+    return f.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def _load_file(f: Path, rel: str) -> list[Document]:
+    ext = f.suffix.lower()
+    if ext in JSONL_EXTS:
+        return _load_jsonl(f)
+    text = _read_text(f)
+    if ext in HTML_EXTS:
+        title, body = html_to_text(text)
+        return [Document(rel, body, title or f.stem, str(f))]
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    title = f.stem
+    if ext in MARKDOWN_EXTS:
+        m = re.search(r"^#\s+(.+?)\s*#*\s*$", text, flags=re.M)
+        if m:
+            title = m.group(1)
+    return [Document(rel, text, title, str(f))]
+
+
+def _load_jsonl(f: Path) -> list[Document]:
+    docs = []
+    for lineno, line in enumerate(_read_text(f).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{f}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"malformed JSONL at {where}: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise CorpusError(f"malformed JSONL at {where}: expected an object, got {type(row).__name__}")
+        if isinstance(row.get("text"), str):
+            text = row["text"]
+        elif isinstance(row.get("paragraphs"), list):
+            text = "\n\n".join(str(p).strip() for p in row["paragraphs"] if str(p).strip())
+        elif isinstance(row.get("content"), str):
+            text = row["content"]
+        else:
+            raise CorpusError(f"malformed JSONL at {where}: no text field "
+                              f"('text' string, 'paragraphs' list or 'content' string)")
+        doc_id = next((str(row[k]) for k in ("doc_id", "id", "url") if row.get(k) not in (None, "")),
+                      f"{f.stem}-{lineno}")
+        docs.append(Document(doc_id, text.strip(), str(row.get("title") or ""), str(f),
+                             str(row.get("url") or "")))
+    return docs
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """Extract ``(title, text)`` from an HTML string.
+
+    Text keeps block structure: paragraphs separated by blank lines, headings rendered as
+    Markdown ``#`` lines. Whitespace inside a paragraph is collapsed to single spaces.
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for tag in soup.find_all(_DROP_TAGS + ["title", "head"]):
+        tag.decompose()
+    for level in range(1, 7):
+        for h in soup.find_all(f"h{level}"):
+            h.insert_before("\n\n" + "#" * level + " ")
+            h.insert_after("\n\n")
+    for tag in soup.find_all(_BLOCK_TAGS):
+        tag.insert_before("\n\n")
+        tag.insert_after("\n\n")
+    raw = soup.get_text()
+    paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", raw)]
+    return title, "\n\n".join(p for p in paras if p and not re.fullmatch(r"#+", p))

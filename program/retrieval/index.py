@@ -1,0 +1,252 @@
+"""The knowledge base: chunks of a corpus, embedded, in a faiss index saved on disk.
+
+On-disk layout of ``index_dir``:
+
+* ``index.faiss`` — ``faiss.IndexFlatIP`` over L2-normalised vectors (inner product = cosine).
+* ``chunks.jsonl`` — one :class:`Chunk` per line, row i = vector i.
+* ``manifest.json`` — format version, embedding model and dimensions, chunking parameters,
+  sha256 per source file, document and chunk counts, creation time (UTC ISO 8601).
+
+``KnowledgeBase.build`` reuses a saved index (no embedding at all) when the manifest matches the
+current files, model and parameters; otherwise it rebuilds. Writes go to a temporary folder
+beside ``index_dir`` that is then renamed into place, so a crash never leaves a half-written
+index (at worst the old index is gone and the next ``build`` rebuilds).
+
+What gets embedded for a chunk is its title, heading (when different) and text on separate
+lines; ``Chunk.text`` itself stays unprefixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from program.retrieval.chunking import Chunk, chunk_document
+from program.retrieval.corpus import list_source_files, load_documents
+from program.retrieval.embedding import Embedder, get_embedder
+from program.types import Passage
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE = "index.faiss", "chunks.jsonl", "manifest.json"
+
+
+class KnowledgeBaseError(RuntimeError):
+    """A saved index is unusable (inconsistent files, wrong model, unreadable)."""
+
+
+class IndexNotFoundError(KnowledgeBaseError, FileNotFoundError):
+    """No saved index at the given folder."""
+
+
+def embed_text(chunk: Chunk) -> str:
+    """The string embedded for ``chunk``: title, heading (if distinct) and text, one per line."""
+    parts = [chunk.title]
+    if chunk.heading and chunk.heading != chunk.title:
+        parts.append(chunk.heading)
+    return "\n".join([p for p in parts if p] + [chunk.text])
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fingerprint(source_path: Path) -> dict[str, str]:
+    files, _ = list_source_files(source_path)
+    return {(f.name if source_path.is_file() else f.relative_to(source_path).as_posix()): _sha256(f)
+            for f in files}
+
+
+class KnowledgeBase:
+    """Semantic search over chunks of a corpus.
+
+    Build with :meth:`build` or open with :meth:`load`; do not call the constructor directly.
+
+    Attributes:
+        chunks: list of :class:`Chunk`, position i matches vector i.
+        manifest: the manifest dict as saved.
+        index_dir: folder holding the saved index.
+    """
+
+    def __init__(self, index, chunks: list[Chunk], manifest: dict, index_dir: Path,
+                 embedder: Embedder | None = None):
+        self._index = index
+        self.chunks = chunks
+        self.manifest = manifest
+        self.index_dir = Path(index_dir)
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase({len(self)} chunks, {str(self.index_dir)!r})"
+
+    # ------------------------------------------------------------------ build / load
+    @classmethod
+    def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
+              target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
+              force: bool = False) -> "KnowledgeBase":
+        """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
+
+        Reuses the saved index without embedding when files (sha256), embedding model and
+        chunking parameters are unchanged, unless ``force``.
+
+        Raises:
+            CorpusError: the corpus is missing, malformed or empty.
+            ValueError: invalid chunking parameters.
+            EmbeddingError: the embedding model cannot be loaded.
+        """
+        source, index_dir = Path(source_path).resolve(), Path(index_dir).resolve()
+        emb = embedder or get_embedder()
+        chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens,
+                    "overlap_tokens": overlap_tokens, "token_estimate": "ceil(whitespace_words*1.3)",
+                    "embed_text": "title+heading+text"}
+        files = _fingerprint(source)
+        expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,
+                    "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
+        if not force and (index_dir / MANIFEST_FILE).is_file():
+            try:
+                kb = cls.load(index_dir, embedder=emb)
+                if all(kb.manifest.get(k) == v for k, v in expected.items()):
+                    log.info("reusing index %s (%d chunks)", index_dir, len(kb))
+                    return kb
+                log.info("index %s is stale; rebuilding", index_dir)
+            except KnowledgeBaseError as exc:
+                log.warning("cannot reuse index %s (%s); rebuilding", index_dir, exc)
+
+        t0 = time.perf_counter()
+        report: dict = {}
+        docs = load_documents(source, report=report)
+        chunks = [c for d in docs for c in chunk_document(d, target_tokens, max_tokens, overlap_tokens)]
+        vecs = emb.encode([embed_text(c) for c in chunks])
+        if vecs.shape != (len(chunks), emb.dimensions):
+            raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
+                                     f"expected {(len(chunks), emb.dimensions)}")
+        index = faiss.IndexFlatIP(emb.dimensions)
+        index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+        manifest = {**expected, "source_path": str(source), "documents": len(docs),
+                    "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
+                    "build_seconds": round(time.perf_counter() - t0, 3),
+                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        _write_atomic(index_dir, index, chunks, manifest)
+        log.info("built index %s: %d docs, %d chunks in %.1fs", index_dir, len(docs), len(chunks),
+                 manifest["build_seconds"])
+        return cls(index, chunks, manifest, index_dir, emb)
+
+    @classmethod
+    def load(cls, index_dir: str | Path, embedder: Embedder | None = None) -> "KnowledgeBase":
+        """Open a saved index.
+
+        Args:
+            index_dir: folder written by :meth:`build`.
+            embedder: used for queries; default :func:`get_embedder` (created lazily on first search).
+
+        Raises:
+            IndexNotFoundError: the folder or one of its three files is missing.
+            KnowledgeBaseError: unreadable files, unknown format version, counts or dimensions
+                that disagree, or an embedder whose model differs from the manifest's.
+        """
+        index_dir = Path(index_dir)
+        missing = [n for n in (MANIFEST_FILE, INDEX_FILE, CHUNKS_FILE) if not (index_dir / n).is_file()]
+        if missing:
+            raise IndexNotFoundError(f"no knowledge-base index at {index_dir} (missing {', '.join(missing)}); "
+                                     f"build it with KnowledgeBase.build(source, index_dir)")
+        try:
+            manifest = json.loads((index_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+            with open(index_dir / CHUNKS_FILE, encoding="utf-8") as f:
+                chunks = [Chunk(**json.loads(line)) for line in f if line.strip()]
+            index = faiss.read_index(str(index_dir / INDEX_FILE))
+        except (ValueError, TypeError, RuntimeError, OSError) as exc:
+            raise KnowledgeBaseError(f"corrupt index at {index_dir}: {exc}") from exc
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise KnowledgeBaseError(f"index at {index_dir} has format version "
+                                     f"{manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+        dims = manifest.get("embedding", {}).get("dimensions")
+        if not (index.ntotal == len(chunks) == manifest.get("chunk_count")) or index.d != dims:
+            raise KnowledgeBaseError(
+                f"inconsistent index at {index_dir}: {index.ntotal} vectors of dimension {index.d}, "
+                f"{len(chunks)} chunks, manifest says {manifest.get('chunk_count')} of dimension {dims}")
+        model = manifest["embedding"].get("model")
+        if embedder is not None and (embedder.name != model or embedder.dimensions != dims):
+            raise KnowledgeBaseError(f"index at {index_dir} was built with {model!r} ({dims}d), "
+                                     f"not {embedder.name!r} ({embedder.dimensions}d)")
+        return cls(index, chunks, manifest, index_dir, embedder)
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, k: int = 3) -> list[Passage]:
+        """Top-``k`` chunks for ``query`` by cosine similarity, best first.
+
+        Returns:
+            Passages with ``id`` = chunk id, ``source="kb"``, ``score`` = cosine in [-1, 1],
+            ``url`` = document URL or else its source file path. ``[]`` for a blank query or k <= 0.
+        """
+        return self.search_batch([query], k)[0]
+
+    def search_batch(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
+        """:meth:`search` for many queries with one embedding pass; one list per query."""
+        out: list[list[Passage]] = [[] for _ in queries]
+        live = [i for i, q in enumerate(queries) if q and q.strip()]
+        k = min(k, len(self.chunks))
+        if not live or k <= 0:
+            return out
+        vecs = self.embedder.encode([queries[i] for i in live])
+        scores, ids = self._index.search(vecs, k)
+        for row, qi in enumerate(live):
+            for score, idx in zip(scores[row], ids[row]):
+                if idx < 0:
+                    continue
+                c = self.chunks[idx]
+                out[qi].append(Passage(id=c.chunk_id, text=c.text, source="kb", title=c.title,
+                                       url=c.url or c.source_path, score=float(score)))
+        return out
+
+
+def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict) -> None:
+    """Write the three files into a temp folder beside ``index_dir``, then swap it into place."""
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-", dir=index_dir.parent))
+    try:
+        faiss.write_index(index, str(tmp / INDEX_FILE))
+        with open(tmp / CHUNKS_FILE, "w", encoding="utf-8") as f:
+            for c in chunks:
+                f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
+            with open(tmp / name, "rb") as f:
+                os.fsync(f.fileno())
+        old = None
+        if index_dir.exists():
+            old = index_dir.parent / f".{index_dir.name}.old-{os.getpid()}-{time.time_ns()}"
+            os.replace(index_dir, old)
+        try:
+            os.replace(tmp, index_dir)
+        except OSError:  # another process put an index in place meanwhile: keep theirs
+            log.warning("index %s appeared during build; keeping the other writer's copy", index_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

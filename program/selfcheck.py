@@ -1,0 +1,122 @@
+"""Claim-level self-check of the answer (Self-RAG's IsSup, Asai et al. 2023 §3.1).
+
+The answer is split into atomic claims (``ExtractClaims``); each claim is checked against
+the strips the answer cited, or all strips when the answer cited none. When one evidence
+sentence already holds the claim's words (numbers and negation agreeing), the claim is fully
+supported without an LM call; otherwise ``CheckClaimSupport`` (temperature 0) quotes the
+sentence that states it and ``judge_support`` checks the quote; the better verdict stands.
+Verdicts: fully | partially | no.
+"""
+
+from __future__ import annotations
+
+import re
+
+import dspy
+
+from program.generation import cited_numbers
+from program.lm import CRITIQUE_CONFIG
+from program.text import clean_copy, coverage, has_negation, is_none, names, numbers, words
+from program.types import Claim, Strip
+from signatures import CheckClaimSupport, ExtractClaims
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+_RANK = ["no", "partially", "fully"]
+_STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b\.?", re.I)
+_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|contain)|no information)\b", re.I)
+
+
+def is_abstention(answer: str) -> bool:
+    """True when the answer only says it does not know (such an answer has no claims)."""
+    return not answer.strip() or bool(_DONT_KNOW.search(answer)) and len(answer.split()) < 25
+
+
+def judge_support(claim: str, quote: str, evidence: str) -> str:
+    """Self-RAG's IsSup verdict from the evidence sentence the model quoted for the claim.
+
+    Returns:
+        ``"no"`` when the quote is NONE, is not in the evidence (an invented quote),
+        disagrees with the claim on a number or a negation, or lacks a name the claim
+        asserts (e.g. a different person); otherwise ``"fully"`` when the
+        quote holds at least 75% of the claim's content words, ``"partially"`` at 40%,
+        else ``"no"``.
+    """
+    quote = clean_copy(quote)
+    if is_none(quote) or coverage(quote, evidence) < 0.8:
+        return "no"
+    claim = strip_citations(claim)
+    if not numbers(claim) <= numbers(quote) or has_negation(claim) != has_negation(quote):
+        return "no"
+    if not names(claim) <= set(words(quote)):  # a name the evidence does not mention is not supported
+        return "no"
+    covered = coverage(claim, quote)
+    return "fully" if covered >= 0.75 else "partially" if covered >= 0.4 else "no"
+
+
+def strip_citations(text: str) -> str:
+    """The text without ``[n]`` citations and "as mentioned in strip" asides."""
+    return _STRIP_REFERENCE.sub("", re.sub(r"\s*\[\d+\]", "", text)).strip()
+
+
+class ClaimChecker(dspy.Module):
+    """Extract the answer's claims and check each against its evidence.
+
+    Args:
+        extract_single_sentence: when False (default), a one-sentence answer is taken as its
+            own single claim without an ``ExtractClaims`` call (the call would return it).
+
+    ``forward(question, answer, strips) -> list[Claim]``. An abstention has no claims.
+    A claim whose support call cannot be parsed is marked ``no`` (unsupported until shown).
+
+    Example:
+        >>> claims = ClaimChecker()(question=q, answer="Dune was written by Frank Herbert [1].", strips=strips)
+        >>> [c.support for c in claims]
+        ['fully']
+    """
+
+    def __init__(self, extract_single_sentence: bool = False):
+        super().__init__()
+        self.extract = dspy.Predict(ExtractClaims)
+        self.support = dspy.Predict(CheckClaimSupport)
+        self.extract_single_sentence = extract_single_sentence
+
+    def forward(self, question: str, answer: str, strips: list[Strip]) -> list[Claim]:
+        if is_abstention(answer):
+            return []
+        sentences = [s for s in _SENTENCES.split(answer.strip()) if s]
+        if len(sentences) == 1 and not self.extract_single_sentence:
+            texts = [answer.strip()]
+        else:
+            try:
+                texts = [str(c) for c in self.extract(question=question, answer=answer, config=CRITIQUE_CONFIG).claims]
+            except Exception:
+                texts = sentences
+        claims = []
+        for text in texts:
+            if not text.strip():
+                continue
+            # A claim cites what its sentence cites; an uncited claim is checked against everything.
+            cited = cited_numbers(self._sentence_for(text, sentences), len(strips)) or cited_numbers(text, len(strips))
+            evidence = [strips[n - 1] for n in cited] or strips
+            claims.append(Claim(text=strip_citations(text), support=self._check(text, evidence), cited=cited))
+        return claims
+
+    @staticmethod
+    def _sentence_for(claim: str, sentences: list[str]) -> str:
+        words = set(strip_citations(claim).lower().split())
+        return max(sentences, key=lambda s: len(words & set(s.lower().split())), default="")
+
+    def _check(self, claim: str, evidence: list[Strip]) -> str:
+        if not evidence:
+            return "no"
+        text = "\n".join(s.text for s in evidence)
+        # Cheap path first: an evidence sentence that already states the claim needs no LM call.
+        lexical = max((judge_support(claim, sentence, text) for sentence in _SENTENCES.split(text)),
+                      key=_RANK.index, default="no")
+        if lexical == "fully":
+            return lexical
+        try:
+            out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)
+        except Exception:  # unparseable: the word-overlap verdict stands
+            return lexical
+        return max(lexical, judge_support(claim, out.quote, text), key=_RANK.index)

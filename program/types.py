@@ -1,0 +1,188 @@
+"""Typed objects handed from one CRAG stage to the next.
+
+Every stage of the flow in DESIGN.md (retrieve → evaluate → refine → generate →
+self-check) takes and returns these dataclasses, so that the trace and the
+result can be serialised with :func:`dataclasses.asdict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class Action(str, Enum):
+    """The retrieval evaluator's three actions (CRAG, Yan et al. 2024, §4.3)."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    AMBIGUOUS = "ambiguous"
+
+
+@dataclass
+class Passage:
+    """One retrievable unit: a knowledge-base chunk or a web page.
+
+    Attributes:
+        id: stable id, e.g. ``"kb-0001#0"`` (document id, ``#``, chunk number) or a URL.
+        text: the passage text.
+        source: where it came from: ``"kb"`` or ``"web"``.
+        title: document or page title, may be empty.
+        url: page URL for web passages, source path for files, may be empty.
+        score: retrieval similarity (cosine, in [-1, 1]); 0.0 when not retrieved.
+    """
+
+    id: str
+    text: str
+    source: str = "kb"
+    title: str = ""
+    url: str = ""
+    score: float = 0.0
+
+
+@dataclass
+class ChunkGrade:
+    """The retrieval evaluator's verdict on one retrieved passage (CRAG §4.2).
+
+    Attributes:
+        passage_id: the graded passage's id.
+        score: relevance in [0, 1].
+        reason: one of ``irrelevant | partial | stale | contradicts-other-source | relevant``.
+        explanation: the model's short justification.
+    """
+
+    passage_id: str
+    score: float
+    reason: str
+    explanation: str = ""
+
+
+@dataclass
+class Strip:
+    """A knowledge strip: a sentence-level piece of a passage (CRAG §4.4).
+
+    Attributes:
+        source_id: id of the passage the strip came from.
+        position: index of the strip inside its passage (keeps source order).
+        text: the strip text.
+        relevance: StripRelevance score in [0, 1]; -1.0 until graded.
+        url: URL of the source passage for web strips.
+    """
+
+    source_id: str
+    position: int
+    text: str
+    relevance: float = -1.0
+    url: str = ""
+
+
+@dataclass
+class Claim:
+    """One atomic claim of the answer and its Self-RAG IsSup verdict.
+
+    Attributes:
+        text: the claim.
+        support: ``fully | partially | no``.
+        cited: 1-based numbers of the strips the answer cited for it.
+        kept: False when the claim was dropped from the final answer.
+    """
+
+    text: str
+    support: str = "no"
+    cited: list[int] = field(default_factory=list)
+    kept: bool = True
+
+
+@dataclass
+class Citation:
+    """A numbered citation in the answer: ``[n]`` points at ``strip``."""
+
+    number: int
+    source_id: str
+    url: str
+    text: str
+
+
+@dataclass
+class StepCost:
+    """Cost of one named step: LM calls, tokens and wall-clock seconds."""
+
+    step: str
+    lm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    notes: str = ""
+
+
+@dataclass
+class Trace:
+    """What happened, step by step, for one question."""
+
+    steps: list[StepCost] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    rewritten_query: str = ""
+
+    @property
+    def lm_calls(self) -> int:
+        return sum(s.lm_calls for s in self.steps)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for s in self.steps)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    def note(self, event: str) -> None:
+        self.events.append(event)
+
+
+FALLBACK_ANSWER = "I don't have reliable information on this."
+
+
+@dataclass
+class CRAGResult:
+    """The answer to one question, with everything needed to audit it.
+
+    Attributes:
+        question: the question as asked.
+        answer: final answer text (``FALLBACK_ANSWER`` when the fallback fired).
+        action: the evaluator's action, or None for modes without an evaluator.
+        confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
+        citations: the strips the answer cites, numbered as in the answer.
+        grades: per-chunk grades with reasons.
+        strips: the knowledge strips kept after decompose-then-recompose.
+        claims: the answer's claims with support verdicts.
+        fallback: True when nothing reliable remained and the honest fallback was given.
+        retried: True when the stricter regeneration ran.
+        trace: steps with LM calls, tokens and seconds, and notable events.
+        mode: ``closed``, ``rag`` or ``crag``.
+    """
+
+    question: str
+    answer: str
+    action: Action | None = None
+    confidence: float = 0.0
+    citations: list[Citation] = field(default_factory=list)
+    grades: list[ChunkGrade] = field(default_factory=list)
+    strips: list[Strip] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    fallback: bool = False
+    retried: bool = False
+    trace: Trace = field(default_factory=Trace)
+    mode: str = "crag"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["action"] = self.action.value if self.action else None
+        d["trace"]["lm_calls"] = self.trace.lm_calls
+        d["trace"]["prompt_tokens"] = self.trace.prompt_tokens
+        d["trace"]["completion_tokens"] = self.trace.completion_tokens
+        d["trace"]["seconds"] = round(self.trace.seconds, 3)
+        return d

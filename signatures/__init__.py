@@ -1,0 +1,20 @@
+"""The DSPy Signatures: every judgment of the CRAG program, by name.
+
+Docstrings are the instructions the optimizers start from (DESIGN.md, Layout).
+"""
+
+from signatures.answering import AnswerClosedBook, GenerateAnswer, GenerateStrictAnswer
+from signatures.grading import GradeRetrieval, StripRelevance
+from signatures.rewriting import RewriteQuery
+from signatures.support import CheckClaimSupport, ExtractClaims
+
+__all__ = [
+    "AnswerClosedBook",
+    "CheckClaimSupport",
+    "ExtractClaims",
+    "GenerateAnswer",
+    "GenerateStrictAnswer",
+    "GradeRetrieval",
+    "RewriteQuery",
+    "StripRelevance",
+]

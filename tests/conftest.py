@@ -1,0 +1,104 @@
+"""Shared fixtures: a fake LM with CRAG rules, a list-backed knowledge base, a fake web backend."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import dspy
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from program.types import Passage  # noqa: E402
+from signatures import (  # noqa: E402
+    AnswerClosedBook,
+    CheckClaimSupport,
+    ExtractClaims,
+    GenerateAnswer,
+    GenerateStrictAnswer,
+    GradeRetrieval,
+    RewriteQuery,
+    StripRelevance,
+)
+from tests.fake_lm import FakeLM, parse_list  # noqa: E402
+
+FOUNDING = "Acme Rockets was founded by Jane Roe in 1999."
+
+
+class ListKnowledgeBase:
+    """Returns its passages in order, as if they were the top-k for any query."""
+
+    def __init__(self, texts: list[str]):
+        self.passages = [Passage(id=f"doc{i}#0", text=t, score=0.5) for i, t in enumerate(texts)]
+        self.queries: list[str] = []
+
+    def search(self, query: str, k: int = 3) -> list[Passage]:
+        self.queries.append(query)
+        return self.passages[:k]
+
+
+class FakeWeb:
+    """A search backend that returns fixed pages and records its queries."""
+
+    name = "fake-web"
+
+    def __init__(self, pages: list[tuple[str, str]], error: Exception | None = None):
+        self.pages, self.error, self.queries = pages, error, []
+
+    def search(self, query: str, k: int = 3):
+        from program.web.base import SearchHit
+
+        self.queries.append(query)
+        if self.error:
+            raise self.error
+        return [SearchHit(url=u, title=u, snippet=t[:80], content=t) for u, t in self.pages[:k]]
+
+
+def grade(inputs):
+    passage = inputs["passage"]
+    return {"same_entity": "Acme" in passage, "answers_question": "founded by" in passage, "outdated": False}
+
+
+def grade_strip(inputs):
+    strip = inputs["strip"]
+    return {"answer_span": "Jane Roe" if "Jane Roe" in strip else "NONE"}
+
+
+def generate(inputs):
+    for i, strip in enumerate(parse_list(inputs["context"]), 1):
+        if "founded by Jane Roe" in strip:
+            return {"answer": f"Acme Rockets was founded by Jane Roe [{i}]."}
+    return {"answer": "I don't know."}
+
+
+def support(inputs):
+    """Quote the evidence sentence sharing the claim's last two words, else NONE."""
+    tail = " ".join(inputs["claim"].rstrip(".").split()[-2:])
+    quotes = [s for s in re.split(r"(?<=\.)\s+", inputs["evidence"]) if tail in s]
+    return {"quote": quotes[0] if quotes else "NONE"}
+
+
+def extract(inputs):
+    return {"claims": [s for s in re.split(r"(?<=\.)\s+", inputs["answer"]) if s]}
+
+
+def default_rules() -> dict:
+    return {
+        GradeRetrieval: grade,
+        StripRelevance: grade_strip,
+        RewriteQuery: lambda i: {"query": "Acme Rockets founder"},
+        GenerateAnswer: generate,
+        GenerateStrictAnswer: generate,
+        ExtractClaims: extract,
+        CheckClaimSupport: support,
+        AnswerClosedBook: lambda i: {"answer": "Acme Rockets was founded by Jane Roe."},
+    }
+
+
+@pytest.fixture
+def fake_lm():
+    """Configure DSPy with a FakeLM on the default CRAG rules; tests may edit ``lm.rules``."""
+    lm = FakeLM(default_rules())
+    with dspy.context(lm=lm):
+        yield lm

@@ -1,0 +1,66 @@
+"""A deterministic fake LM for unit tests: rules per Signature, answered in DSPy's chat format.
+
+``FakeLM({GradeRetrieval: fn, ...})``: for each call it finds which Signature's instructions
+are in the system message, parses the input fields from the user message, calls that
+Signature's rule with them (a dict of strings) and formats the returned dict of outputs the
+way DSPy's ChatAdapter expects. Every call is counted per signature in ``calls``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\n*\Z)", re.S)
+
+
+class _RuleEngine:
+    def __init__(self, owner: "FakeLM"):
+        self.owner = owner
+
+    def complete(self, request):
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or ())
+        user = request.messages[-1].text or ""
+        signature, rule = self.owner.match(system)
+        inputs = {k: v.strip() for k, v in _FIELD.findall(user)}
+        self.owner.calls[signature.__name__] += 1
+        outputs = rule(inputs)
+        text = "".join(
+            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v}\n\n" for k, v in outputs.items()
+        ) + "[[ ## completed ## ]]"
+        n_in, n_out = len((system + user).split()), len(text.split())
+        return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
+                        usage=Usage(input_tokens=n_in, output_tokens=n_out))
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def close(self):
+        pass
+
+
+class FakeLM(dspy.LM):
+    """A ``dspy.LM`` whose answers come from ``rules: {SignatureClass: fn(inputs) -> outputs}``."""
+
+    def __init__(self, rules: dict):
+        self.rules = rules
+        self.calls: Counter = Counter()
+        super().__init__("fake/rules", engine=_RuleEngine(self), cache=False, num_retries=0)
+
+    def match(self, system: str):
+        for signature, rule in self.rules.items():
+            first_line = signature.instructions.strip().splitlines()[0]
+            if first_line in system:
+                return signature, rule
+        raise AssertionError(f"FakeLM has no rule for this prompt: {system[:300]!r}")
+
+
+def parse_list(value: str) -> list[str]:
+    """Inputs of type list arrive JSON-encoded."""
+    return json.loads(value)

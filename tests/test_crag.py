@@ -1,0 +1,131 @@
+"""The CRAG flow on a deterministic fake LM: routing, refinement, self-check, fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from program.crag import CRAG, QuestionError
+from program.types import FALLBACK_ANSWER, Action
+from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
+
+Q = "Who founded Acme Rockets?"
+OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
+WEB_PAGE = ("https://en.wikipedia.org/wiki/Acme_Rockets", "Rockets are fun to watch on a clear night. " + FOUNDING + " The sky over the launch site is usually blue.")
+
+
+def run(kb_texts, web_pages=(WEB_PAGE,), **kwargs):
+    web = FakeWeb(list(web_pages))
+    program = CRAG(ListKnowledgeBase(kb_texts), web=web, **kwargs)
+    return program(question=Q), web
+
+
+def test_correct_refines_internal_and_skips_web(fake_lm):
+    result, web = run([FOUNDING + " It builds small sounding rockets for university teams.", OFF_TOPIC])
+    assert result.action is Action.CORRECT
+    assert result.confidence == pytest.approx(1.0)
+    assert [g.reason for g in result.grades] == ["relevant", "irrelevant"]
+    assert web.queries == [] and fake_lm.calls["RewriteQuery"] == 0
+    assert [s.text for s in result.strips] == [FOUNDING]
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert [(c.number, c.source_id) for c in result.citations] == [(1, "doc0#0")]
+    assert [(c.support, c.kept) for c in result.claims] == [("fully", True)]
+    assert not result.fallback and not result.retried
+
+
+def test_incorrect_rewrites_and_searches_web(fake_lm):
+    result, web = run([OFF_TOPIC, "Bananas are yellow."])
+    assert result.action is Action.INCORRECT
+    assert web.queries == ["Acme Rockets founder"]
+    assert result.trace.rewritten_query == "Acme Rockets founder"
+    # the web page went through the same strip filter: only the founding sentence is kept
+    assert [(s.text, s.url) for s in result.strips] == [(FOUNDING, WEB_PAGE[0])]
+    assert result.citations[0].url == WEB_PAGE[0]
+    assert "Jane Roe" in result.answer
+
+
+def test_ambiguous_uses_internal_and_web(fake_lm):
+    result, web = run(["Acme Rockets builds small rockets in Ohio.", OFF_TOPIC])
+    assert result.action is Action.AMBIGUOUS
+    assert web.queries == ["Acme Rockets founder"]
+    assert {s.source_id for s in result.strips} == {WEB_PAGE[0]}
+    steps = [s.step for s in result.trace.steps]
+    assert steps[:4] == ["retrieve", "evaluate", "refine-internal", "web-search"]
+
+
+def test_thresholds_change_the_action(fake_lm):
+    result, _ = run(["Acme Rockets builds small sounding rockets for universities."], upper=0.4, lower=0.2)
+    assert result.action is Action.CORRECT  # right entity, no answer: 0.4 >= upper
+    result, _ = run(["Acme Rockets builds small sounding rockets for universities."], upper=0.9, lower=0.5)
+    assert result.action is Action.INCORRECT  # 0.4 < lower
+
+
+def test_unsupported_claim_is_retried_once_then_dropped(fake_lm):
+    import signatures
+
+    two_claims = {"answer": "Acme Rockets was founded by Jane Roe [1]. It is based on Mars [1]."}
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: two_claims
+    fake_lm.rules[signatures.GenerateStrictAnswer] = lambda i: two_claims
+    result, _ = run([FOUNDING])
+    assert result.retried
+    assert fake_lm.calls["GenerateStrictAnswer"] == 1  # capped at max_retries=1
+    assert [(c.text, c.support, c.kept) for c in result.claims] == [
+        ("Acme Rockets was founded by Jane Roe.", "fully", True),
+        ("It is based on Mars.", "no", False),
+    ]
+    assert result.answer == "Acme Rockets was founded by Jane Roe. [1]"
+    assert not result.fallback
+
+
+def test_stricter_retry_that_fixes_the_answer_keeps_it(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    result, _ = run([FOUNDING])
+    assert result.retried and result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert [c.support for c in result.claims] == ["fully"]
+
+
+def test_fallback_when_no_claim_survives(fake_lm):
+    import signatures
+
+    wrong = {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: wrong
+    fake_lm.rules[signatures.GenerateStrictAnswer] = lambda i: wrong
+    result, _ = run([FOUNDING])
+    assert result.fallback and result.answer == FALLBACK_ANSWER
+    assert result.citations == []
+    assert "no supported claim: honest fallback" in result.trace.events
+
+
+def test_fallback_when_web_fails_and_nothing_internal(fake_lm):
+    web = FakeWeb([], error=TimeoutError("read timed out"))
+    result = CRAG(ListKnowledgeBase([OFF_TOPIC]), web=web)(question=Q)
+    assert result.action is Action.INCORRECT and result.fallback
+    assert result.answer == FALLBACK_ANSWER
+    assert "web path failed: fake-web: read timed out" in result.trace.events
+    assert fake_lm.calls["GenerateAnswer"] == 0
+
+
+def test_unparseable_grader_output_degrades_to_irrelevant(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GradeRetrieval] = lambda i: {"verdict": "maybe?"}  # no usable field
+    result, _ = run([FOUNDING])
+    assert result.action is Action.INCORRECT
+    assert result.grades[0].score == 0.0 and "unparseable" in result.grades[0].explanation
+
+
+def test_trace_counts_calls_and_tokens_per_step(fake_lm):
+    result, _ = run([FOUNDING, OFF_TOPIC])
+    per_step = {s.step: s.lm_calls for s in result.trace.steps}
+    # the claim's words are all in its strip, so support needs no LM call
+    assert per_step == {"retrieve": 0, "evaluate": 2, "refine-internal": 1, "generate": 1, "self-check": 0}
+    assert result.trace.lm_calls == 4 == sum(fake_lm.calls.values())
+    assert result.trace.prompt_tokens > 0 and result.trace.completion_tokens > 0
+    assert result.to_dict()["trace"]["lm_calls"] == 4
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 2001])
+def test_bad_questions_raise_a_clear_error(fake_lm, question):
+    with pytest.raises(QuestionError):
+        CRAG(ListKnowledgeBase([FOUNDING]))(question=question)

@@ -1,0 +1,180 @@
+"""Tests for the PopQA sampler, the PopQA metric and ``python -m optimize.evaluate``.
+
+The evaluate tests replace ``program.factory`` and ``program.lm`` with fake modules in
+``sys.modules``: no model, no retrieval, fixed ``CRAGResult`` objects per question.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import types
+
+import pytest
+
+from eval_sets.popqa import load_questions
+from optimize import evaluate
+from optimize.metrics import answer_correct, median
+from program.types import Action, CRAGResult, StepCost, Trace
+
+# --- sampler -------------------------------------------------------------------------------
+
+
+def test_sample_spreads_over_relations():
+    qs = load_questions(limit=16, seed=0)
+    assert len(qs) == 16
+    assert len({q["relation"] for q in qs}) >= 8
+    assert set(qs[0]) == {"id", "question", "possible_answers", "relation", "subject"}
+
+
+def test_sample_is_deterministic_and_prefix_stable():
+    a = [q["id"] for q in load_questions(limit=16, seed=0)]
+    assert a == [q["id"] for q in load_questions(limit=16, seed=0)]
+    assert [q["id"] for q in load_questions(limit=40, seed=0)][:16] == a
+    assert len(set(a)) == 16
+
+
+def test_sample_differs_by_seed():
+    a = {q["id"] for q in load_questions(limit=16, seed=0)}
+    b = {q["id"] for q in load_questions(limit=16, seed=1)}
+    assert a != b
+
+
+def test_no_limit_returns_everything_once():
+    qs = load_questions()
+    assert len(qs) == 1099 and len({q["id"] for q in qs}) == 1099
+    with pytest.raises(ValueError):
+        load_questions(limit=0)
+
+
+# --- metric --------------------------------------------------------------------------------
+
+
+def test_answer_correct():
+    assert answer_correct("He is a Journalist.", ["journalist"])
+    assert answer_correct("journalist", ["JOURNO", "Journalist"])
+    assert not answer_correct("London", ["Paris"])
+    assert not answer_correct("", ["Paris"])
+    assert not answer_correct("Paris", [])
+    assert not answer_correct("Paris", ["  "])
+
+
+def test_median():
+    assert median([3, 1, 2]) == 2.0
+    assert median([4, 1, 2, 3]) == 2.5
+    assert median([None, 5, float("nan")]) == 5.0
+    assert median([]) is None
+
+
+# --- evaluate main -------------------------------------------------------------------------
+
+
+def _result(question: str, answer: str, action: Action | None, fallback: bool = False,
+            calls: int = 1, pt: int = 100, ct: int = 10) -> CRAGResult:
+    trace = Trace(steps=[StepCost("generate", lm_calls=calls, prompt_tokens=pt, completion_tokens=ct, seconds=0.1)])
+    return CRAGResult(question=question, answer=answer, action=action, confidence=0.5,
+                      fallback=fallback, trace=trace)
+
+
+@pytest.fixture
+def fake_program(monkeypatch):
+    """Install fake ``program.factory`` / ``program.lm``; returns the list of built modes."""
+    qs = load_questions(limit=4, seed=0)
+    gold = {q["question"]: q["possible_answers"][0] for q in qs}
+    q0, q1, q2, q3 = (q["question"] for q in qs)
+    built: list[tuple[str, str | None]] = []
+
+    class FakeProgram:
+        def __init__(self, mode):
+            self.mode = mode
+
+        def __call__(self, question):
+            if question == q3:
+                raise RuntimeError("boom")
+            crag = self.mode == "crag"
+            if question == q0:  # right, upper-cased gold inside a sentence
+                return _result(question, f"It is {gold[q0].upper()}.", Action.CORRECT if crag else None, calls=3)
+            if question == q1:  # wrong
+                return _result(question, "Nobody knows zzz", Action.INCORRECT if crag else None, calls=5, pt=300)
+            # q2: fallback
+            return _result(question, "I don't have reliable information on this.",
+                           Action.AMBIGUOUS if crag else None, fallback=crag, calls=7, pt=500, ct=20)
+
+    def build_program(mode, *, compiled_dir="compiled"):
+        built.append((mode, compiled_dir))
+        return FakeProgram(mode)
+
+    configured: list = []
+    factory = types.ModuleType("program.factory")
+    factory.build_program = build_program
+    lm = types.ModuleType("program.lm")
+    lm.configure_lm = lambda model=None: configured.append(model) or types.SimpleNamespace(model=model)
+    monkeypatch.setitem(__import__("sys").modules, "program.factory", factory)
+    monkeypatch.setitem(__import__("sys").modules, "program.lm", lm)
+    return types.SimpleNamespace(qs=qs, built=built, configured=configured)
+
+
+def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = evaluate.main(["--set", "popqa", "--limit", "4", "--modes", "closed,crag",
+                          "--model", "embedded-0.5b", "--out", str(out), "--compiled", "none"])
+    assert code == 0
+    assert fake_program.configured == ["embedded-0.5b"]
+    assert fake_program.built == [("closed", None), ("crag", None)]
+
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 8
+    assert list(rows[0]) == evaluate.CSV_COLUMNS
+    ids = [q["id"] for q in fake_program.qs]
+    assert [r["id"] for r in rows] == ids + ids
+    assert [r["mode"] for r in rows] == ["closed"] * 4 + ["crag"] * 4
+    crag = rows[4:]
+    assert [r["correct"] for r in crag] == ["True", "False", "False", "False"]
+    assert [r["action"] for r in crag] == ["correct", "incorrect", "ambiguous", ""]
+    assert [r["fallback"] for r in crag] == ["False", "False", "True", "False"]
+    assert [r["lm_calls"] for r in crag] == ["3", "5", "7", ""]
+    assert [r["prompt_tokens"] for r in crag] == ["100", "300", "500", ""]
+    assert [r["error"] for r in crag] == ["", "", "", "RuntimeError: boom"]
+    assert [r["action"] for r in rows[:4]] == ["", "", "", ""]
+    assert rows[0]["relation"] == fake_program.qs[0]["relation"]
+    assert json.loads(rows[0]["gold"]) == fake_program.qs[0]["possible_answers"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_questions"] == 4
+    c, k = summary["modes"]["closed"], summary["modes"]["crag"]
+    assert c["n"] == 4 and c["errors"] == 1 and c["accuracy"] == 25.0 and c["actions"] is None
+    assert k["accuracy"] == 25.0
+    assert k["actions"] == {"correct": 1, "ambiguous": 1, "incorrect": 1}
+    assert k["fallback_rate"] == pytest.approx(33.3)
+    assert k["median_lm_calls"] == 5.0
+    assert k["median_tokens"] == 310.0  # 110, 310, 520
+    assert c["fallback_rate"] == 0.0
+
+    printed = capsys.readouterr().out
+    assert "| crag | 4 | 1 | 25 % | 1/1/1 |" in printed
+    assert "| closed | 4 | 1 | 25 % | - |" in printed
+
+
+def test_evaluate_rejects_unsupported_adversarial(fake_program, tmp_path, monkeypatch):
+    monkeypatch.setattr(evaluate, "_adversarial_loader", lambda: None)
+    with pytest.raises(SystemExit) as exc:
+        evaluate.main(["--set", "adversarial", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+
+
+def test_evaluate_adversarial_with_loader(fake_program, tmp_path, monkeypatch):
+    q0, q1 = fake_program.qs[0]["question"], fake_program.qs[2]["question"]
+    rows = [
+        {"question": q0, "gold_answers": fake_program.qs[0]["possible_answers"],
+         "expected_action": "correct", "answerable": True},
+        {"question": q1, "gold_answers": [], "expected_action": "incorrect", "answerable": False},
+    ]
+    seen = []
+    monkeypatch.setattr(evaluate, "_adversarial_loader",
+                        lambda: (lambda kind, split: seen.append((kind, split)) or rows))
+    code = evaluate.main(["--set", "adversarial", "--split", "test", "--modes", "crag", "--out", str(tmp_path)])
+    assert code == 0 and seen == [("queries", "test")]
+    s = json.loads((tmp_path / "summary.json").read_text())["modes"]["crag"]
+    assert s["accuracy"] == 100.0  # gold match, then the fallback on the unanswerable one
+    assert s["action_accuracy"] == 50.0  # correct == correct, ambiguous != incorrect

@@ -1,0 +1,40 @@
+"""The real embedded 0.5B model answers two PopQA questions end to end (slow: about two minutes)."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+
+from eval_sets.popqa import load_questions
+from program import resources
+from program.crag import CRAG
+from program.lm import build_lm
+from program.types import Action, CRAGResult
+
+pytestmark = pytest.mark.real_model
+
+
+@pytest.fixture(scope="module")
+def program():
+    lm = build_lm("embedded-0.5b")
+    kb = resources.knowledge_base()
+    with dspy.context(lm=lm):
+        yield CRAG(kb, web=resources.web_backend("snapshot"), embedder=resources.embedder()), lm
+
+
+def test_real_model_answers_popqa_questions(program):
+    crag, lm = program
+    questions = [q for q in load_questions() if q["id"] in ("popqa-0001", "popqa-0002")]
+    assert len(questions) == 2
+    with dspy.context(lm=lm):
+        results = [crag(question=q["question"]) for q in questions]
+    for q, result in zip(questions, results):
+        assert isinstance(result, CRAGResult) and result.answer
+        assert result.action in (Action.CORRECT, Action.AMBIGUOUS, Action.INCORRECT)
+        assert len(result.grades) == 3 and all(0.0 <= g.score <= 1.0 for g in result.grades)
+        # the real model was called and its usage was counted
+        assert result.trace.lm_calls >= 3 and result.trace.prompt_tokens > 100
+        # the question's own knowledge-base document is retrieved
+        assert [s.step for s in result.trace.steps][:2] == ["retrieve", "evaluate"]
+        if not result.fallback:
+            assert result.claims and all(c.support in ("fully", "partially", "no") for c in result.claims)
