@@ -236,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         old_term = None
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
     with_expected = args.set_name == "adversarial"
+    knowledge_base = None  # the default: the PopQA knowledge base
+    if with_expected:  # the adversarial queries are asked of their own help-centre knowledge base
+        from eval_sets.adversarial import KB_DIR
+        from program.resources import knowledge_base as build_kb
+
+        knowledge_base = build_kb(KB_DIR)
     summary: dict[str, dict] = {}
     code = 0
     new_file = not csv_path.exists() or csv_path.stat().st_size == 0
@@ -247,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for mode in args.modes:
                 try:
-                    program = build_program(mode, compiled_dir=compiled)
+                    program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base)
                 except Exception as exc:  # noqa: BLE001
                     print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                     summary[mode] = {"build_error": f"{type(exc).__name__}: {exc}"}

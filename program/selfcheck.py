@@ -22,7 +22,7 @@ from signatures import CheckClaimSupport, ExtractClaims
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _RANK = ["no", "partially", "fully"]
-_STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b\.?", re.I)
+_STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
 _DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|contain)|no information)\b", re.I)
 
 
@@ -42,7 +42,7 @@ def judge_support(claim: str, quote: str, evidence: str) -> str:
         else ``"no"``.
     """
     quote = clean_copy(quote)
-    if is_none(quote) or coverage(quote, evidence) < 0.8:
+    if is_none(quote) or coverage(quote, evidence) < 0.9:
         return "no"
     claim = strip_citations(claim)
     if not numbers(claim) <= numbers(quote) or has_negation(claim) != has_negation(quote):

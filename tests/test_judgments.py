@@ -1,0 +1,101 @@
+"""The deterministic parts of each judgment: action thresholds, strip scores, support verdicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from program.evaluator import decide_action, score_grade
+from program.refine import decompose, score_span
+from program.selfcheck import is_abstention, judge_support, strip_citations
+from program.types import Action, ChunkGrade, Passage
+
+
+def grades(*scores):
+    return [ChunkGrade(f"p{i}", s, "x") for i, s in enumerate(scores)]
+
+
+@pytest.mark.parametrize(
+    "scores, action, confidence",
+    [
+        ((1.0, 0.0, 0.0), Action.CORRECT, 1.0),
+        ((0.6, 0.4), Action.CORRECT, 0.6),  # upper is inclusive
+        ((0.4, 0.0), Action.AMBIGUOUS, 0.4),
+        ((0.2, 0.0), Action.AMBIGUOUS, 0.2),  # lower is inclusive for "not incorrect"
+        ((0.19, 0.0, 0.1), Action.INCORRECT, 0.19),
+        ((), Action.INCORRECT, 0.0),
+    ],
+)
+def test_decide_action_applies_upper_and_lower_thresholds(scores, action, confidence):
+    assert decide_action(grades(*scores), upper=0.6, lower=0.2) == (action, pytest.approx(confidence))
+
+
+def test_decide_action_rejects_inverted_thresholds():
+    with pytest.raises(ValueError, match="lower=0.7, upper=0.3"):
+        decide_action(grades(0.5), upper=0.3, lower=0.7)
+
+
+@pytest.mark.parametrize(
+    "same, answers, outdated, expected",
+    [
+        (True, True, False, (1.0, "relevant")),
+        (False, True, False, (0.6, "partial")),
+        (True, False, False, (0.4, "partial")),
+        (False, False, False, (0.0, "irrelevant")),
+        (True, True, True, (0.3, "stale")),
+        (False, False, True, (0.0, "irrelevant")),
+    ],
+)
+def test_score_grade_table(same, answers, outdated, expected):
+    score, reason = score_grade(same, answers, outdated)
+    assert (round(score, 2), reason) == expected
+
+
+def test_decompose_splits_sentences_and_joins_fragments():
+    passage = Passage("d#0", "Early life. Jane Roe was born in Hobart in 1950.\nShe founded Acme Rockets in 1999 with two friends.")
+    strips = decompose(passage)
+    assert [s.text for s in strips] == [
+        "Early life. Jane Roe was born in Hobart in 1950.",
+        "She founded Acme Rockets in 1999 with two friends.",
+    ]
+    assert [(s.source_id, s.position) for s in strips] == [("d#0", 0), ("d#0", 1)]
+
+
+@pytest.mark.parametrize(
+    "span, score",
+    [
+        ("Maurizio Ponzi", 1.0),
+        ("[[ ## answer_span ## ]] maurizio ponzi.", 1.0),  # markers, case and punctuation ignored
+        ("Ponzi, Maurizio", 0.5),  # the strip's words, not verbatim
+        ("Federico Fellini", 0.0),  # words the strip does not contain
+        ("NONE", 0.0),
+        ("", 0.0),
+    ],
+)
+def test_score_span_checks_the_copy_against_the_strip(span, score):
+    strip = "Son contento is a 1983 Italian comedy film directed by Maurizio Ponzi."
+    assert score_span(span, strip) == score
+
+
+EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999. It is based in Ohio and employs 40 people."
+
+
+@pytest.mark.parametrize(
+    "claim, quote, verdict",
+    [
+        ("Acme Rockets was founded by Jane Roe [1].", "Acme Rockets was founded by Jane Roe in 1999.", "fully"),
+        ("Jane Roe founded Acme Rockets in 1999, as mentioned in strip [1].", "Acme Rockets was founded by Jane Roe in 1999.", "fully"),
+        ("Acme Rockets was founded by Elon Musk.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # another name
+        ("Acme Rockets was founded in 2005.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # another number
+        ("Acme Rockets was not founded by Jane Roe.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # negation
+        ("Acme Rockets builds satellites in Ohio.", EVIDENCE, "partially"),  # 3 of 5 content words
+        ("Acme Rockets was founded by Jane Roe.", "Acme Rockets was founded by Jane Roe on the Moon.", "no"),  # invented quote
+        ("Acme Rockets was founded by Jane Roe.", "NONE", "no"),
+    ],
+)
+def test_judge_support_verdicts(claim, quote, verdict):
+    assert judge_support(claim, quote, EVIDENCE) == verdict
+
+
+def test_abstentions_and_citation_stripping():
+    assert is_abstention("I don't know.") and is_abstention("") and not is_abstention("Jane Roe [1].")
+    assert strip_citations("Jane Roe founded it [1][2], as mentioned in strip [1].") == "Jane Roe founded it."
