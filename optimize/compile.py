@@ -36,18 +36,25 @@ BUDGETS = {"light": 2, "medium": 3, "heavy": 4}  # few-shot demos per predictor
 
 @dataclass(frozen=True)
 class PredictorSpec:
-    """A compiled predictor: its labeled data, signature, place in CRAG, and metric."""
+    """A compiled predictor: its labeled data, signature, place in CRAG, and metric.
+
+    ``labeled_demos`` is False when the labels are not the signature's outputs (rewrite rows
+    carry expert terms, not a query), so only bootstrapped demos can teach; ``threshold`` is
+    the metric score a bootstrapped trace needs to become a demo.
+    """
 
     kind: str
     signature: type
     path: str
     metric: object
+    labeled_demos: bool = True
+    threshold: float = 0.99
 
 
 SPECS = [
     PredictorSpec("grading", GradeRetrieval, "evaluator.grade", pm.grading_metric),
     PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy),
-    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall),
+    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_metric),
 ]
@@ -59,13 +66,15 @@ def _evaluate(predictor, devset, metric) -> tuple[float, list]:
     return round(float(result.score) / 100.0, 4), result.results
 
 
-def _optimizer(name: str, metric, demos: int):
+def _optimizer(name: str, spec: PredictorSpec, demos: int):
+    labeled = demos if spec.labeled_demos else 0
     if name == "bootstrap":
-        return dspy.BootstrapFewShot(metric=metric, metric_threshold=0.99, max_bootstrapped_demos=demos,
-                                     max_labeled_demos=demos, max_rounds=1)
+        # bool(dspy.Prediction(score=0.0)) is True, so the threshold is what filters demos.
+        return dspy.BootstrapFewShot(metric=spec.metric, metric_threshold=spec.threshold,
+                                     max_bootstrapped_demos=demos, max_labeled_demos=labeled, max_rounds=1)
     if name == "mipro":
-        return dspy.MIPROv2(metric=metric, auto="light", max_bootstrapped_demos=demos, max_labeled_demos=demos,
-                            num_threads=1, verbose=False)
+        return dspy.MIPROv2(metric=spec.metric, auto="light", max_bootstrapped_demos=demos,
+                            max_labeled_demos=labeled, num_threads=1, verbose=False)
     raise ValueError(f"unknown optimizer {name!r}; choose bootstrap or mipro")
 
 
@@ -88,7 +97,7 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, demos: int) -> tuple[
     student = dspy.Predict(spec.signature)
     before, _ = _evaluate(student, dev, spec.metric)
     started = time.perf_counter()
-    compiled = _optimizer(optimizer, spec.metric, demos).compile(student.deepcopy(), trainset=train)
+    compiled = _optimizer(optimizer, spec, demos).compile(student.deepcopy(), trainset=train)
     after, results = _evaluate(compiled, dev, spec.metric)
     keep = compiled if after >= before else student
     figures = {"before": before, "after": after, "kept": "compiled" if keep is compiled else "uncompiled",
