@@ -29,9 +29,14 @@ def _parser() -> argparse.ArgumentParser:
 def _ask(args) -> int:
     from program import resources
     from program.compiled import COMPILED_DIR, has_compiled, load_compiled
-    from program.crag import CRAG, QuestionError
+    from program.crag import CRAG, QuestionError, validate_question
     from program.lm import configure_lm
 
+    try:  # before loading anything heavy
+        validate_question(args.question)
+    except QuestionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     configure_lm(args.model, args.api_base)
     kb = resources.knowledge_base(args.kb)
     settings = {"k": args.k} if args.k else {}
@@ -44,11 +49,7 @@ def _ask(args) -> int:
             return 2
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
         program = CRAG(kb, web=resources.web_backend(args.web), embedder=resources.embedder(), **settings)
-    try:
-        result = program(question=args.question)
-    except QuestionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    result = program(question=args.question)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0

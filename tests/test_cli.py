@@ -1,0 +1,35 @@
+"""The command line: `index` builds a knowledge base; `ask` refuses bad questions before loading a model."""
+
+from __future__ import annotations
+
+import pytest
+
+from program.cli import main
+
+
+def test_index_builds_then_reuses(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "refunds.md").write_text("# Refunds\n\nYou can refund a payment for up to 180 days after the charge.\n")
+    (docs / "payouts.txt").write_text("Payouts arrive two business days after the payment settles.\n")
+    out = tmp_path / "index"
+    assert main(["index", str(docs), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"indexed 2 chunks from {docs} into {out}"
+    assert (out / "manifest.json").exists() and (out / "index.faiss").exists()
+    assert main(["index", str(docs), "--out", str(out)]) == 0
+
+
+def test_index_reports_a_broken_corpus(tmp_path, capsys):
+    bad = tmp_path / "kb.jsonl"
+    bad.write_text('{"doc_id": "a", "text": "fine"}\n{"doc_id": "b", "text": \n')
+    assert main(["index", str(bad), "--out", str(tmp_path / "index")]) == 2
+    err = capsys.readouterr().err
+    assert "malformed JSONL at" in err and "kb.jsonl:2:" in err
+    assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.parametrize("question, message", [("   ", "the question is empty"), ("x" * 2001, "the limit is 2000")])
+def test_ask_rejects_bad_questions_with_a_clear_error(question, message, capsys, monkeypatch):
+    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    assert main(["ask", question]) == 2
+    assert message in capsys.readouterr().err
