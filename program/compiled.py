@@ -72,11 +72,11 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     manifest = read_manifest(directory)
     thresholds = manifest.get("thresholds", {})
     settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2), **kwargs}
-    program = CRAG(
-        knowledge_base if knowledge_base is not None else resources.knowledge_base(),
-        web=resources.web_backend(web) if isinstance(web, str) or web is None else web,
-        embedder=embedder if embedder is not None else resources.embedder(),
-        **settings,
-    )
+    # Load the prompts before attaching the knowledge base, web and embedder: DSPy's load
+    # deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
+    program = CRAG(None, **settings)
     program.load(str(directory / STATE_FILE))
+    program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
+    program.web_searcher.backend = resources.web_backend(web) if isinstance(web, str) or web is None else web
+    program.refiner.embedder = embedder if embedder is not None else resources.embedder()
     return program
