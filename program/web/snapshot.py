@@ -8,10 +8,10 @@ snapshot is unchanged. Results are per page: the chunks of one page are merged i
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
+from program.model_files import cache_root
 from program.retrieval import CorpusError, KnowledgeBase, KnowledgeBaseError, load_documents
 from program.retrieval.embedding import Embedder, EmbeddingError
 from program.web.base import SearchHit, WebSearchError
@@ -20,8 +20,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_cache_dir() -> Path:
-    """Cache root: ``$CRAG_CACHE_DIR`` if set, else ``<project>/.cache``."""
-    return Path(os.environ.get("CRAG_CACHE_DIR") or PROJECT_ROOT / ".cache")
+    """Cache root: ``$CRAG_CACHE_DIR`` if set, else ``<project>/.cache`` (``program.model_files.cache_root``)."""
+    return cache_root()
 
 
 class OfflineSnapshotBackend:
