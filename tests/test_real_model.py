@@ -17,6 +17,7 @@ pytestmark = pytest.mark.real_model
 @pytest.fixture(scope="module")
 def program():
     lm = build_lm("embedded-0.5b")
+    lm.cache = False  # a cached answer would report no tokens: this test is about the real model
     kb = resources.knowledge_base()
     with dspy.context(lm=lm):
         yield CRAG(kb, web=resources.web_backend("snapshot"), embedder=resources.embedder()), lm
