@@ -16,6 +16,7 @@ Output folder (default ``results/<YYYY-MM-DD>-<HHMMSS>-<set>/``):
   columns are empty).
 * ``summary.json``: per mode ``n``, ``errors``, ``accuracy`` (%, errors count as wrong),
   ``actions`` (counts, or null without an evaluator), ``fallback_rate`` (%),
+  ``escalation_rate`` (% of graded questions whose CORRECT route fell through to the web),
   ``median_lm_calls``, ``median_tokens`` (prompt + completion), ``median_seconds``, and on
   the adversarial set ``action_accuracy`` (% of evaluator actions equal to ``expected_action``).
 
@@ -45,7 +46,7 @@ from optimize.metrics import answer_correct, median, rate
 
 CSV_COLUMNS = [
     "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
-    "confidence", "fallback", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
+    "confidence", "fallback", "escalated", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
     "error", "gold",
 ]
 ACTIONS = ("correct", "ambiguous", "incorrect")
@@ -120,7 +121,7 @@ def run_one(program, mode: str, row: dict) -> dict:
     """
     out = {"id": row["id"], "question": row["question"], "relation": row["relation"], "mode": mode,
            "answer": "", "correct": False, "action": "", "expected_action": row["expected_action"] or "",
-           "confidence": None, "fallback": False, "lm_calls": None, "prompt_tokens": None,
+           "confidence": None, "fallback": False, "escalated": False, "lm_calls": None, "prompt_tokens": None,
            "completion_tokens": None, "seconds": None, "error": "", "gold": json.dumps(row["gold"])}
     t0 = time.perf_counter()
     try:
@@ -132,6 +133,7 @@ def run_one(program, mode: str, row: dict) -> dict:
             action=(getattr(action, "value", action) or "") if action is not None else "",
             confidence=getattr(res, "confidence", None),
             fallback=bool(getattr(res, "fallback", False)),
+            escalated=bool(getattr(res, "escalated", False)),
             lm_calls=getattr(trace, "lm_calls", None),
             prompt_tokens=getattr(trace, "prompt_tokens", None),
             completion_tokens=getattr(trace, "completion_tokens", None),
@@ -153,11 +155,13 @@ def summarize(results: list[dict], with_expected: bool = False) -> dict:
               if r["prompt_tokens"] is not None or r["completion_tokens"] is not None]
     acc = rate(r["correct"] for r in results)
     fb = rate(r["fallback"] for r in ok)
+    esc = rate(r.get("escalated", False) for r in graded)
     s = {
         "n": n, "errors": n - len(ok),
         "accuracy": None if acc is None else round(100 * acc, 1),
         "actions": actions,
         "fallback_rate": None if fb is None else round(100 * fb, 1),
+        "escalation_rate": None if esc is None else round(100 * esc, 1),
         "median_lm_calls": median(r["lm_calls"] for r in ok),
         "median_tokens": median(tokens),
         "median_seconds": median(r["seconds"] for r in ok),
@@ -175,7 +179,7 @@ def markdown_table(summary: dict[str, dict]) -> str:
         return "-" if v is None else (f"{v:g}{suffix}" if isinstance(v, float) else f"{v}{suffix}")
 
     with_aa = any("action_accuracy" in s for s in summary.values())
-    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "fallback", "med LM calls",
+    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "fallback", "escalated", "med LM calls",
             "med tokens", "med s/question"] + (["action acc."] if with_aa else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for mode, s in summary.items():
@@ -184,7 +188,7 @@ def markdown_table(summary: dict[str, dict]) -> str:
             continue
         acts = "/".join(str(s["actions"][a]) for a in ACTIONS) if s["actions"] else "-"
         cells = [mode, fmt(s["n"]), fmt(s["errors"]), fmt(s["accuracy"], " %"), acts,
-                 fmt(s["fallback_rate"], " %"), fmt(s["median_lm_calls"]), fmt(s["median_tokens"]),
+                 fmt(s["fallback_rate"], " %"), fmt(s.get("escalation_rate"), " %"), fmt(s["median_lm_calls"]), fmt(s["median_tokens"]),
                  fmt(s["median_seconds"])] + ([fmt(s.get("action_accuracy"), " %")] if with_aa else [])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -46,6 +46,11 @@ class CRAG(dspy.Module):
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
         web_k: web hits kept.
 
+    Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
+    the answer is supported by the internal strips, the evaluator was wrong (often a passage
+    about a namesake); the web path runs once and the answer is generated from its strips
+    (``result.escalated``). The action reported stays the evaluator's.
+
     Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
     partially supported ones are kept and flagged; when no claim remains, or there was no
     relevant knowledge at all, the answer is the honest fallback (``FALLBACK_ANSWER``) and
@@ -84,14 +89,32 @@ class CRAG(dspy.Module):
             strips += self._refine(question, useful, trace, "refine-internal")
         if action in (Action.INCORRECT, Action.AMBIGUOUS):
             strips += self._search_web(question, trace)
+        escalated = False
+        if action is Action.CORRECT and not strips:
+            escalated, strips = self._escalate(question, trace, "no internal strip survived refinement")
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
-                            grades=grades, strips=strips, trace=trace)
+                            grades=grades, strips=strips, trace=trace, escalated=escalated)
         if not strips:
             trace.note("no relevant knowledge: honest fallback")
             result.fallback = True
             return result
-        return self._answer_and_check(result)
+        result = self._answer_and_check(result)
+        if result.fallback and action is Action.CORRECT and not result.escalated:
+            result.escalated, web_strips = self._escalate(question, trace, "no claim was supported by the internal strips")
+            if web_strips:
+                result.fallback, result.strips = False, web_strips
+                result = self._answer_and_check(result)
+        return result
+
+    def _escalate(self, question: str, trace: Trace, why: str) -> tuple[bool, list[Strip]]:
+        # The evaluator said CORRECT but the internal knowledge did not hold up: it was wrong
+        # (often a namesake), so take the INCORRECT action's knowledge source once.
+        if self.web_searcher.backend is None:
+            trace.note(f"{why}; no web backend to fall back on")
+            return False, []
+        trace.note(f"{why}: the evaluator's 'correct' is overruled; searching the web once")
+        return True, self._search_web(question, trace)
 
     def _refine(self, question: str, passages: list[Passage], trace: Trace, name: str) -> list[Strip]:
         if not passages:

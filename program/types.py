@@ -161,6 +161,8 @@ class CRAGResult:
         claims: the answer's claims with support verdicts.
         fallback: True when nothing reliable remained and the honest fallback was given.
         retried: True when the stricter regeneration ran.
+        escalated: True when a CORRECT route fell through to the web (no internal strip kept,
+            or no claim supported by them).
         trace: steps with LM calls, tokens and seconds, and notable events.
         mode: ``closed``, ``rag`` or ``crag``.
     """
@@ -175,6 +177,7 @@ class CRAGResult:
     claims: list[Claim] = field(default_factory=list)
     fallback: bool = False
     retried: bool = False
+    escalated: bool = False
     trace: Trace = field(default_factory=Trace)
     mode: str = "crag"
 

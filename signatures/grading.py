@@ -27,7 +27,7 @@ class GradeRetrieval(dspy.Signature):
 
 
 class StripRelevance(dspy.Signature):
-    """Copy from the knowledge strip the words that answer the question. If the strip does not answer it, write NONE."""
+    """Copy from the knowledge strip the words that answer the question about this exact entity: the name, place, job, sport or genre asked for. If the strip is about another entity or does not contain the answer, write NONE."""
 
     question: str = dspy.InputField()
     strip: str = dspy.InputField(desc="one knowledge strip, a sentence from a retrieved document")

@@ -106,6 +106,48 @@ def test_fallback_when_web_fails_and_nothing_internal(fake_lm):
     assert fake_lm.calls["GenerateAnswer"] == 0
 
 
+NAMESAKE = "Acme Rockets of Ohio, a bakery, was founded by Max Mustermann in 1950."
+
+
+def test_correct_route_with_no_strip_kept_escalates_to_the_web(fake_lm):
+    # the grader calls the namesake relevant; no strip of it answers, so the web is searched once
+    result, web = run([NAMESAKE])
+    assert result.action is Action.CORRECT and result.escalated
+    assert web.queries == ["Acme Rockets founder"]
+    assert [(s.text, s.url) for s in result.strips] == [(FOUNDING, WEB_PAGE[0])]
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert not result.fallback
+    assert any("no internal strip survived refinement" in e for e in result.trace.events)
+
+
+def test_correct_route_with_no_supported_claim_escalates_to_the_web(fake_lm):
+    import signatures
+
+    forum = "Acme Rockets was founded by Jane Roe, says one fan forum about Elon Musk."
+
+    def generate(inputs):
+        if "fan forum" in inputs["context"]:
+            return {"answer": "Acme Rockets was founded by Elon Musk in 2002 [1]."}
+        return default_generate(inputs)
+
+    default_generate = fake_lm.rules[signatures.GenerateAnswer]
+    fake_lm.rules[signatures.GenerateAnswer] = generate
+    fake_lm.rules[signatures.GenerateStrictAnswer] = generate
+    result, web = run([forum])
+    assert result.action is Action.CORRECT and result.escalated and result.retried
+    assert web.queries == ["Acme Rockets founder"]
+    assert [s.url for s in result.strips] == [WEB_PAGE[0]]  # the new evidence replaces the old
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert [c.support for c in result.claims] == ["fully"] and not result.fallback
+
+
+def test_escalation_without_a_web_backend_falls_back(fake_lm):
+    result = CRAG(ListKnowledgeBase([NAMESAKE]), web=None)(question=Q)
+    assert result.action is Action.CORRECT and result.fallback and not result.escalated
+    assert result.answer == FALLBACK_ANSWER
+    assert "no internal strip survived refinement; no web backend to fall back on" in result.trace.events
+
+
 def test_unparseable_grader_output_degrades_to_irrelevant(fake_lm):
     import signatures
 
