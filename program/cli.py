@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from program.web.config import BACKEND_NAMES
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m program", description=__doc__)
@@ -17,7 +19,15 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
     ask.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     ask.add_argument("--kb", help="corpus file or folder to answer from (default: the PopQA knowledge base)")
-    ask.add_argument("--web", default="snapshot", help="web backend for the corrective path: snapshot (default) or none")
+    ask.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
+                     help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
+                          "(default snapshot, offline)")
+    ask.add_argument("--searx-url", help="SearXNG base URL for --web searxng; env SEARXNG_URL")
+    ask.add_argument("--web-allow", help="comma-separated domains the web path may use (and their subdomains), "
+                                         "e.g. wikipedia.org; env CRAG_WEB_ALLOW")
+    ask.add_argument("--web-block", help="comma-separated domains the web path never uses; env CRAG_WEB_BLOCK")
+    ask.add_argument("--allow-private-urls", action="store_true",
+                     help="let the web path fetch loopback and private-network addresses (tests, self-hosted)")
     ask.add_argument("--compiled", default=None, help="compiled program folder (default: compiled/ when present)")
     ask.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
@@ -26,15 +36,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _web_backend(args):
+    """The web backend the flags and environment ask for (flags win); raises WebSearchError or ValueError."""
+    from program.web.config import WebConfig
+    from program.web.registry import build_backend
+
+    config = WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
+                                blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
+    return build_backend(config)
+
+
 def _ask(args) -> int:
     from program import resources
     from program.compiled import COMPILED_DIR, has_compiled, load_compiled
     from program.crag import CRAG, QuestionError, validate_question
     from program.lm import configure_lm
+    from program.web.base import WebSearchError
 
     try:  # before loading anything heavy
         validate_question(args.question)
-    except QuestionError as exc:
+        web = _web_backend(args)
+    except (QuestionError, WebSearchError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     configure_lm(args.model, args.api_base)
@@ -42,13 +64,13 @@ def _ask(args) -> int:
     settings = {"k": args.k} if args.k else {}
     compiled = Path(args.compiled) if args.compiled else COMPILED_DIR
     if has_compiled(compiled):
-        program = load_compiled(compiled, knowledge_base=kb, web=args.web, **settings)
+        program = load_compiled(compiled, knowledge_base=kb, web=web, **settings)
     else:
         if args.compiled:
             print(f"error: no compiled program in {compiled}", file=sys.stderr)
             return 2
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
-        program = CRAG(kb, web=resources.web_backend(args.web), embedder=resources.embedder(), **settings)
+        program = CRAG(kb, web=web, embedder=resources.embedder(), **settings)
     result = program(question=args.question)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
@@ -58,6 +80,9 @@ def _ask(args) -> int:
     for c in result.citations:
         print(f"[{c.number}] {c.source_id} {c.url}".rstrip())
     t = result.trace
+    for w in t.web:
+        print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, {w['dropped_by_scope']} out of scope, "
+              f"{len(w['fetched'])} pages fetched, {len(w['fetch_failures'])} failed" + (f"; {w['error']}" if w["error"] else ""))
     print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
     return 0
 

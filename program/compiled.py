@@ -53,7 +53,8 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     Args:
         directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
         knowledge_base: a ``KnowledgeBase``; default the embedded PopQA knowledge base.
-        web: a search backend, a backend name (``snapshot``, ``none``), or None.
+        web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
+            ``program.web.WebConfig``, or None (see ``program.resources.resolve_web``).
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
         **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``...), overriding the manifest.
 
@@ -77,6 +78,6 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     program = CRAG(None, **settings)
     program.load(str(directory / STATE_FILE))
     program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
-    program.web_searcher.backend = resources.web_backend(web) if isinstance(web, str) or web is None else web
+    program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()
     return program

@@ -36,15 +36,47 @@ def knowledge_base(source: str | Path | None = None, index_dir: str | Path | Non
     return KnowledgeBase.build(source, Path(index_dir) if index_dir else index_dir_for(source))
 
 
-def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = None):
-    """The search backend for the web path: ``snapshot`` (offline, default) or ``none``."""
+def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = None, config=None):
+    """The search backend for the web path (CRAG §4.3), by name.
+
+    Args:
+        name: ``snapshot`` (offline, default), ``searxng``, ``duckduckgo``, ``wikipedia``,
+            ``tavily``, ``serper``, ``brave``; ``none``, ``off`` or None for no web.
+        snapshot: the JSONL pages of the ``snapshot`` backend (default the PopQA snapshot).
+        config: a ``program.web.WebConfig`` for the rest (endpoints, keys, limits, safety,
+            scope); default ``WebConfig.from_env()`` (``SEARXNG_URL``, ``TAVILY_API_KEY``...).
+            ``name`` overrides its ``backend``.
+
+    Returns:
+        The backend (with the config as its ``config`` attribute), or None.
+
+    Raises:
+        ValueError: an unknown backend name.
+        program.web.WebSearchError: the backend cannot be set up (a missing API key, no
+            SearXNG URL, no snapshot file); the message names the backend and what to set.
+    """
     if name in (None, "none", "off"):
         return None
-    if name == "snapshot":
-        from program.web.snapshot import OfflineSnapshotBackend
+    from program.web.config import WebConfig
+    from program.web.registry import build_backend
 
-        return OfflineSnapshotBackend(Path(snapshot) if snapshot else DEFAULT_WEB_SNAPSHOT)
-    raise ValueError(f"unknown web backend {name!r}; available: snapshot, none")
+    changes = {"backend": name, **({"snapshot_path": str(snapshot)} if snapshot else {})}
+    config = config.with_(**changes) if config is not None else WebConfig.from_env(**changes)
+    return build_backend(config)
+
+
+def resolve_web(web):
+    """A backend from what callers pass as ``web``: a name or None (``web_backend``), a
+    ``WebConfig`` (``program.web.registry.build_backend``), or a backend object (returned as is)."""
+    from program.web.config import WebConfig
+
+    if web is None or isinstance(web, str):
+        return web_backend(web)
+    if isinstance(web, WebConfig):
+        from program.web.registry import build_backend
+
+        return build_backend(web)
+    return web
 
 
 def embedder():

@@ -117,11 +117,21 @@ class StepCost:
 
 @dataclass
 class Trace:
-    """What happened, step by step, for one question."""
+    """What happened, step by step, for one question.
+
+    Attributes:
+        steps: cost of each named step, in order.
+        events: notable decisions and failures, in order.
+        rewritten_query: the last web search query (``RewriteQuery``'s output).
+        web: one record per web search (``program.web_path.WebResult.to_trace``): the question,
+            the rewritten query, the backend, the hits, how many the domain scope dropped, the
+            pages fetched and the fetch failures, and the error when the web gave nothing.
+    """
 
     steps: list[StepCost] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     rewritten_query: str = ""
+    web: list[dict] = field(default_factory=list)
 
     @property
     def lm_calls(self) -> int:
@@ -164,7 +174,7 @@ class CRAGResult:
         escalated: True when a CORRECT route fell through to the web (no internal strip kept,
             or no claim supported by them).
         trace: steps with LM calls, tokens and seconds, and notable events.
-        mode: ``closed``, ``rag`` or ``crag``.
+        mode: ``closed``, ``rag``, ``crag`` (no claim check) or ``self-crag`` (the whole program).
     """
 
     question: str
@@ -179,7 +189,7 @@ class CRAGResult:
     retried: bool = False
     escalated: bool = False
     trace: Trace = field(default_factory=Trace)
-    mode: str = "crag"
+    mode: str = "self-crag"
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -102,3 +102,29 @@ def fake_lm():
     lm = FakeLM(default_rules())
     with dspy.context(lm=lm):
         yield lm
+
+
+@pytest.fixture
+def web_server():
+    """A loopback HTTP server playing every search provider and serving test pages (tests/web_server.py)."""
+    from tests.web_server import start
+
+    server = start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def web_config(web_server, tmp_path):
+    """A WebConfig pointing every backend at the loopback server: its address allowed, fast timeouts, no cache."""
+    from program.web.config import WebConfig
+    from tests.web_server import KEY
+
+    base = web_server.base
+    return WebConfig(backend="searxng", searx_url=f"{base}/searxng", duckduckgo_url=f"{base}/ddg/html/",
+                     wikipedia_url=f"{base}/wiki/w/api.php", tavily_url=f"{base}/tavily/search",
+                     serper_url=f"{base}/serper/search", brave_url=f"{base}/brave/res/v1/web/search",
+                     tavily_api_key=KEY, serper_api_key=KEY, brave_api_key=KEY,
+                     connect_timeout=0.5, read_timeout=0.5, retries=1, backoff=0.01,
+                     private_networks=("127.0.0.1/32",), cache_ttl=0, cache_dir=str(tmp_path / "pages"))

@@ -40,6 +40,7 @@ class OfflineSnapshotBackend:
     """
 
     name = "offline-snapshot"
+    config = None  # a WebConfig when built by program.web.registry (carries the domain scope)
 
     def __init__(self, snapshot_path: str | Path, index_dir: str | Path | None = None,
                  embedder: Embedder | None = None):
