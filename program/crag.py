@@ -44,6 +44,9 @@ class CRAG(dspy.Module):
             (CORRECT if any score >= upper, INCORRECT if all < lower, else AMBIGUOUS).
         embedder: used by the refiner to pre-filter strips; None grades every strip.
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
+        self_check: run Self-RAG's claim-level support check (with its retry, claim dropping
+            and fallback); False answers from the refined strips as generated (the ``crag``
+            evaluation mode; ``self-crag`` is True).
         web_k: web hits kept.
 
     Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
@@ -63,10 +66,11 @@ class CRAG(dspy.Module):
     """
 
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
-                 embedder=None, max_retries: int = 1, web_k: int = 2):
+                 embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
+        self.self_check = self_check
         self.evaluator = RetrievalEvaluator()
         self.refiner = KnowledgeRefiner(embedder)
         self.web_searcher = WebSearcher(web, k=web_k)
@@ -94,11 +98,14 @@ class CRAG(dspy.Module):
             escalated, strips = self._escalate(question, trace, "no internal strip survived refinement")
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
-                            grades=grades, strips=strips, trace=trace, escalated=escalated)
+                            grades=grades, strips=strips, trace=trace, escalated=escalated,
+                            mode="self-crag" if self.self_check else "crag")
         if not strips:
             trace.note("no relevant knowledge: honest fallback")
             result.fallback = True
             return result
+        if not self.self_check:
+            return self._answer(result)
         result = self._answer_and_check(result)
         if result.fallback and action is Action.CORRECT and not result.escalated:
             result.escalated, web_strips = self._escalate(question, trace, "no claim was supported by the internal strips")
@@ -128,10 +135,17 @@ class CRAG(dspy.Module):
         with step(trace, "web-search") as cost:
             found = self.web_searcher(question=question)
             trace.rewritten_query = found.query
-            cost.notes = found.error or f"query={found.query!r}; hits={[p.url for p in found.passages]}"
+            trace.web.append(found.to_trace())
+            cost.notes = found.summary()
         if found.error:
             trace.note(f"web path failed: {found.error}")
         return self._refine(question, found.passages, trace, "refine-web")
+
+    def _answer(self, result: CRAGResult) -> CRAGResult:
+        with step(result.trace, "generate"):
+            result.answer = self.generator(question=result.question, strips=result.strips)
+        result.citations = citations_for(result.answer, result.strips)
+        return result
 
     def _answer_and_check(self, result: CRAGResult) -> CRAGResult:
         question, strips, trace = result.question, result.strips, result.trace

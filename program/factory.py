@@ -1,4 +1,4 @@
-"""Build the program for an evaluation mode: ``closed``, ``rag`` or ``crag``."""
+"""Build the program for an evaluation mode: ``closed``, ``rag``, ``crag`` or ``self-crag``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,19 @@ from program.baselines import ClosedBook, VanillaRAG
 from program.compiled import COMPILED_DIR, has_compiled, load_compiled
 from program.crag import CRAG
 
-MODES = ("closed", "rag", "crag")
+MODES = ("closed", "rag", "crag", "self-crag")
 
 
 def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, knowledge_base=None,
                   web="snapshot", **settings):
     """Return a module whose ``(question=...)`` call gives a ``CRAGResult``.
 
-    ``crag`` loads the compiled prompts and thresholds from ``compiled_dir`` when present
+    ``web`` is a backend name (``snapshot``, ``searxng``, ``wikipedia``, ... ``none``), a
+    ``program.web.WebConfig``, a backend object, or None (see ``program.resources.resolve_web``).
+
+    ``self-crag`` is the whole program: CRAG plus Self-RAG's claim-level support check;
+    ``crag`` is the same program without that check (evaluator, actions, refinement, web).
+    Both load the compiled prompts and thresholds from ``compiled_dir`` when present
     (uncompiled signatures and default thresholds otherwise); ``rag`` shares the compiled
     answer generator, so the two modes differ only by CRAG's corrections.
 
@@ -31,9 +36,9 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     if compiled_dir and has_compiled(compiled_dir):
         crag = load_compiled(compiled_dir, knowledge_base=kb, web=web, **settings)
     else:
-        backend = resources.web_backend(web) if isinstance(web, str) or web is None else web
-        crag = CRAG(kb, web=backend, embedder=resources.embedder(), **settings)
-    if mode == "crag":
+        crag = CRAG(kb, web=resources.resolve_web(web), embedder=resources.embedder(), **settings)
+    if mode in ("crag", "self-crag"):
+        crag.self_check = mode == "self-crag"
         return crag
     rag = VanillaRAG(kb, k=crag.k)
     rag.generator = crag.generator

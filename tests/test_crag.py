@@ -167,6 +167,18 @@ def test_trace_counts_calls_and_tokens_per_step(fake_lm):
     assert result.to_dict()["trace"]["lm_calls"] == 4
 
 
+def test_crag_mode_without_self_check_keeps_the_answer_as_generated(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    result, _ = run([FOUNDING], self_check=False)
+    assert result.mode == "crag" and result.action is Action.CORRECT
+    assert result.answer == "Acme Rockets was founded by Elon Musk [1]."
+    assert result.claims == [] and not result.retried and not result.fallback
+    assert [c.source_id for c in result.citations] == ["doc0#0"]
+    assert fake_lm.calls["CheckClaimSupport"] == 0 and fake_lm.calls["GenerateStrictAnswer"] == 0
+
+
 @pytest.mark.parametrize("question", ["", "   ", "x" * 2001])
 def test_bad_questions_raise_a_clear_error(fake_lm, question):
     with pytest.raises(QuestionError):
