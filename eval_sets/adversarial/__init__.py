@@ -1,6 +1,6 @@
 """The hand-labeled adversarial set: a small Paylane help-centre knowledge base and labeled examples.
 
-Files (JSONL, one object per line; every row has a unique ``id`` and a ``split`` of ``train`` or ``dev``):
+Files (JSONL, one object per line; every row has a unique ``id`` and a ``split`` of ``train``, ``dev`` or ``test``):
 
 =========  =====================  =================================  ==============================
 kind       signature              inputs                             labels
@@ -24,7 +24,7 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parent
 KB_DIR = DATA_DIR / "kb"
 
-SPLITS = ("train", "dev")
+SPLITS = ("train", "dev", "test")
 
 #: kind -> input field names given to ``dspy.Example.with_inputs``
 INPUTS: dict[str, tuple[str, ...]] = {
@@ -74,7 +74,9 @@ def data_path(kind: str, directory: str | Path | None = None) -> Path:
 
 
 def load_rows(kind: str, split: str | None = None, directory: str | Path | None = None) -> list[dict]:
-    """The labeled rows of one kind, as dicts, in file order; ``split`` keeps only ``train`` or ``dev``."""
+    """The labeled rows of one kind, as dicts, in file order; ``split`` keeps only ``train``, ``dev`` or ``test``.
+
+    Query rows without ``needs_retrieval`` get ``needs_retrieval: True`` (only chit-chat needs none)."""
     _check_kind(kind)
     _check_split(split)
     rows = []
@@ -82,6 +84,8 @@ def load_rows(kind: str, split: str | None = None, directory: str | Path | None 
         for line in f:
             if line.strip():
                 row = json.loads(line)
+                if kind == "queries":
+                    row.setdefault("needs_retrieval", True)
                 if split is None or row.get("split") == split:
                     rows.append(row)
     return rows

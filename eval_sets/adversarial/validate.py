@@ -1,18 +1,24 @@
 """Check the adversarial set and print its counts: ``python -m eval_sets.adversarial.validate [DIR]``.
 
-Checks, for every labeled file (grading, strips, rewrite, support, answers, queries):
+Checks, for every labeled file (grading, strips, rewrite, support, answers, queries), with the row rules
+of ``schema.py``:
 
 * each line is a JSON object with exactly the known keys: the required ones, of the right types,
-  plus optional ``source`` / ``must_not_contain`` / ``case`` where allowed;
-* ``split`` is ``train`` or ``dev``; label values are in their vocabularies; a grading row's
-  ``relevance`` lies in the band of its ``reason``; strip numbers are 1-based, unique and in
-  range; answer contexts are numbered ``[1]``, ``[2]``, ... in order; expert terms are lowercase;
+  plus the optional ones where allowed (``source``, ``must_not_contain``, ``case``,
+  ``relevant_chunk_ids``, ``needs_retrieval``);
+* ``split`` is ``train``, ``dev`` or ``test``; label values are in their vocabularies; a grading row's
+  ``relevance`` lies in the band of its ``reason``; strip numbers are 1-based, unique and in range;
+  answer contexts are numbered ``[1]``, ``[2]``, ... in order; expert terms are lowercase;
+  only ``chit-chat`` queries have ``needs_retrieval: false`` (absent means true);
 * ids are unique across all files;
-* every Paylane ``relevant_doc_id`` names a file in ``kb/`` (``DIR/kb``); PopQA doc ids of
-  rewrite rows (``source: popqa``) name a document of ``eval_sets/popqa/knowledge_base.jsonl``;
-* the knowledge base: 18-25 Markdown docs, each with a ``# `` heading and 150-500 words.
+* references resolve: every Paylane ``relevant_doc_id`` names a file in ``kb/`` (``DIR/kb``); every
+  ``relevant_chunk_id`` (``<doc>#<n>``, the retriever's chunk ``<doc>.md#<n>`` under the default
+  chunking of ``program.retrieval.chunking``) is a chunk of one of the row's relevant docs; PopQA
+  doc ids of rewrite rows (``source: popqa``) name a document of ``eval_sets/popqa/knowledge_base.jsonl``;
+* the knowledge base: 60-100 Markdown docs, each with a ``# `` heading and 150-500 words.
 
-Prints counts per file, per split and per label/category. Exits 1 listing every problem found.
+Prints counts per file, per split and per label/category, and a label-balance summary.
+Exits 1 listing every problem found.
 """
 
 from __future__ import annotations
@@ -23,114 +29,28 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from eval_sets.adversarial.schema import (  # noqa: F401  (re-exported: the vocabularies live in schema.py)
+    ACTIONS, CATEGORIES, KINDS, REASONS, RELEVANCE_BANDS, SCHEMAS, SPLITS, SUPPORT, check_row,
+)
+
 DEFAULT_DIR = Path(__file__).resolve().parent
 POPQA_KB = DEFAULT_DIR.parent / "popqa" / "knowledge_base.jsonl"
-
-SPLITS = ("train", "dev")
-REASONS = ("irrelevant", "partial", "stale", "contradicts-other-source", "relevant")
-#: the relevance band each grading reason must fall in (inclusive)
-RELEVANCE_BANDS = {
-    "relevant": (0.8, 1.0),
-    "partial": (0.3, 0.59),
-    "contradicts-other-source": (0.2, 0.5),
-    "stale": (0.1, 0.3),
-    "irrelevant": (0.0, 0.1),
-}
-SUPPORT = ("fully", "partially", "no")
-ACTIONS = ("correct", "ambiguous", "incorrect")
-CATEGORIES = (
-    "vocabulary-mismatch",
-    "silent-irrelevance",
-    "stale-vs-current",
-    "not-covered",
-    "ambiguous",
-    "shared-name",
-    "multi-part",
-    "prompt-injection",
-)
-REWRITE_SOURCES = ("paylane", "popqa")
-
-STR, STRS, INTS, NUM, BOOL = "str", "list[str]", "list[int]", "number", "bool"
-
-#: kind -> (required fields with types, optional fields with types)
-SCHEMAS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "grading": (
-        {"id": STR, "split": STR, "question": STR, "passage": STR, "reason": STR, "relevance": NUM, "source": STR},
-        {},
-    ),
-    "strips": (
-        {"id": STR, "split": STR, "question": STR, "strips": STRS, "relevant": INTS, "source": STR},
-        {},
-    ),
-    "rewrite": (
-        {"id": STR, "split": STR, "question": STR, "expert_terms": STRS, "relevant_doc_ids": STRS},
-        {"source": STR},
-    ),
-    "support": (
-        {"id": STR, "split": STR, "claim": STR, "evidence": STR, "support": STR},
-        {"source": STR},
-    ),
-    "answers": (
-        {"id": STR, "split": STR, "question": STR, "context": STRS, "gold_answers": STRS, "key_facts": STRS},
-        {"must_not_contain": STRS, "case": STR, "source": STR},
-    ),
-    "queries": (
-        {
-            "id": STR,
-            "split": STR,
-            "question": STR,
-            "category": STR,
-            "expected_action": STR,
-            "relevant_doc_ids": STRS,
-            "answerable": BOOL,
-            "gold_answers": STRS,
-            "key_facts": STRS,
-            "expert_terms": STRS,
-        },
-        {"must_not_contain": STRS},
-    ),
-}
-KINDS = tuple(SCHEMAS)
+KB_DOCS = (60, 100)
+KB_WORDS = (150, 500)
 
 #: kind -> the field whose values are counted as "labels" in the report
-LABEL_FIELD = {
-    "grading": "reason",
-    "strips": None,  # counted as empty / non-empty
-    "rewrite": "source",
-    "support": "support",
-    "answers": "case",
-    "queries": "category",
-}
-
-
-def _type_ok(value, kind: str) -> bool:
-    if kind == STR:
-        return isinstance(value, str) and bool(value.strip())
-    if kind == STRS:
-        return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
-    if kind == INTS:
-        return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    if kind == NUM:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == BOOL:
-        return isinstance(value, bool)
-    raise AssertionError(kind)
-
-
-def _load_popqa_ids(path: Path) -> set[str] | None:
-    if not path.exists():
-        return None
-    with path.open(encoding="utf-8") as f:
-        return {json.loads(line)["doc_id"] for line in f if line.strip()}
+LABEL_FIELD = {"grading": "reason", "strips": None, "rewrite": "source", "support": "support",
+               "answers": "case", "queries": "category"}
 
 
 class Report:
-    """Problems found and rows read, per kind."""
+    """Problems found, rows read per kind, and the knowledge base's doc and chunk ids."""
 
     def __init__(self) -> None:
         self.problems: list[str] = []
         self.rows: dict[str, list[dict]] = {}
         self.kb_docs: list[str] = []
+        self.chunk_ids: set[str] = set()
 
     @property
     def ok(self) -> bool:
@@ -140,100 +60,23 @@ class Report:
         self.problems.append(f"{where}: {message}")
 
 
-def _check_row(kind: str, row: dict, where: str, report: Report, kb_ids: set[str], popqa_ids: set[str] | None):
-    required, optional = SCHEMAS[kind]
-    for key, typ in required.items():
-        if key not in row:
-            report.add(where, f"missing key {key!r}")
-        elif not _type_ok(row[key], typ):
-            report.add(where, f"{key!r} must be {typ} (non-empty strings), got {row[key]!r:.80}")
-    for key, typ in optional.items():
-        if key in row and not _type_ok(row[key], typ):
-            report.add(where, f"{key!r} must be {typ}, got {row[key]!r:.80}")
-    unknown = set(row) - set(required) - set(optional)
-    if unknown:
-        report.add(where, f"unknown keys {sorted(unknown)}")
-    if "split" in row and row["split"] not in SPLITS:
-        report.add(where, f"split must be one of {SPLITS}, got {row['split']!r}")
+def _load_popqa_ids(path: Path) -> set[str] | None:
+    if not path.exists():
+        return None
+    with path.open(encoding="utf-8") as f:
+        return {json.loads(line)["doc_id"] for line in f if line.strip()}
 
-    def paylane_docs(ids):
-        for doc_id in ids:
-            if doc_id not in kb_ids:
-                report.add(where, f"relevant_doc_id {doc_id!r} names no file in kb/ ({doc_id}.md)")
 
-    if kind == "grading":
-        reason, rel = row.get("reason"), row.get("relevance")
-        if reason not in REASONS:
-            report.add(where, f"reason must be one of {REASONS}, got {reason!r}")
-        elif _type_ok(rel, NUM):
-            lo, hi = RELEVANCE_BANDS[reason]
-            if not lo <= rel <= hi:
-                report.add(where, f"relevance {rel} outside the band {lo}-{hi} for reason {reason!r}")
-    elif kind == "strips":
-        strips, relevant = row.get("strips"), row.get("relevant")
-        if _type_ok(strips, STRS) and not 3 <= len(strips) <= 6:
-            report.add(where, f"strips must hold 3-6 strips, got {len(strips)}")
-        if _type_ok(strips, STRS) and _type_ok(relevant, INTS):
-            for n in relevant:
-                if not 1 <= n <= len(strips):
-                    report.add(where, f"strip number {n} out of range 1..{len(strips)} (numbers are 1-based)")
-            if len(set(relevant)) != len(relevant):
-                report.add(where, "relevant has duplicate strip numbers")
-    elif kind == "rewrite":
-        source = row.get("source", "paylane")
-        if source not in REWRITE_SOURCES:
-            report.add(where, f"source must be one of {REWRITE_SOURCES}, got {source!r}")
-        terms = row.get("expert_terms")
-        if _type_ok(terms, STRS):
-            if not terms:
-                report.add(where, "expert_terms is empty")
-            for t in terms:
-                if t != t.lower():
-                    report.add(where, f"expert term {t!r} must be lowercase")
-        ids = row.get("relevant_doc_ids")
-        if _type_ok(ids, STRS):
-            if not ids:
-                report.add(where, "relevant_doc_ids is empty")
-            if source == "popqa":
-                if popqa_ids is not None:
-                    for doc_id in ids:
-                        if doc_id not in popqa_ids:
-                            report.add(where, f"relevant_doc_id {doc_id!r} is not a PopQA knowledge-base doc_id")
-            else:
-                paylane_docs(ids)
-    elif kind == "support":
-        if row.get("support") not in SUPPORT:
-            report.add(where, f"support must be one of {SUPPORT}, got {row.get('support')!r}")
-    elif kind == "answers":
-        context = row.get("context")
-        if _type_ok(context, STRS):
-            if not context:
-                report.add(where, "context is empty")
-            for i, strip in enumerate(context, 1):
-                if not strip.startswith(f"[{i}] "):
-                    report.add(where, f"context item {i} must start with '[{i}] ', got {strip[:20]!r}")
-        if _type_ok(row.get("gold_answers"), STRS) and not row["gold_answers"]:
-            report.add(where, "gold_answers is empty")
-    elif kind == "queries":
-        if row.get("category") not in CATEGORIES:
-            report.add(where, f"category must be one of {CATEGORIES}, got {row.get('category')!r}")
-        if row.get("expected_action") not in ACTIONS:
-            report.add(where, f"expected_action must be one of {ACTIONS}, got {row.get('expected_action')!r}")
-        ids = row.get("relevant_doc_ids")
-        if _type_ok(ids, STRS):
-            paylane_docs(ids)
-            answerable = row.get("answerable")
-            if answerable is True and not ids:
-                report.add(where, "answerable query without relevant_doc_ids")
-            if answerable is False and ids:
-                report.add(where, "unanswerable query must have no relevant_doc_ids")
-            if answerable is False and row.get("expected_action") != "incorrect":
-                report.add(where, "unanswerable query must expect the 'incorrect' action")
-        if _type_ok(row.get("gold_answers"), STRS) and not row["gold_answers"]:
-            report.add(where, "gold_answers is empty")
-        for t in row.get("expert_terms") or []:
-            if isinstance(t, str) and t != t.lower():
-                report.add(where, f"expert term {t!r} must be lowercase")
+def kb_chunk_ids(kb_dir: Path) -> set[str]:
+    """``<doc>#<n>`` for every chunk the retriever makes of ``kb_dir`` with its default settings."""
+    from program.retrieval.chunking import chunk_document
+    from program.retrieval.corpus import Document
+
+    ids = set()
+    for p in sorted(kb_dir.glob("*.md")):
+        text = p.read_text(encoding="utf-8").replace("\r\n", "\n").strip()
+        ids.update(c.chunk_id for c in chunk_document(Document(p.stem, text, p.stem, str(p))))
+    return ids
 
 
 def _check_kb(kb_dir: Path, report: Report) -> set[str]:
@@ -242,15 +85,16 @@ def _check_kb(kb_dir: Path, report: Report) -> set[str]:
         return set()
     docs = sorted(kb_dir.glob("*.md"))
     report.kb_docs = [p.stem for p in docs]
-    if not 18 <= len(docs) <= 25:
-        report.add(str(kb_dir), f"expected 18-25 Markdown docs, found {len(docs)}")
+    if not KB_DOCS[0] <= len(docs) <= KB_DOCS[1]:
+        report.add(str(kb_dir), f"expected {KB_DOCS[0]}-{KB_DOCS[1]} Markdown docs, found {len(docs)}")
     for p in docs:
         text = p.read_text(encoding="utf-8")
         words = len(text.split())
         if not re.search(r"^# \S", text, flags=re.M):
             report.add(f"kb/{p.name}", "no '# ' heading")
-        if not 150 <= words <= 500:
-            report.add(f"kb/{p.name}", f"{words} words, expected 150-500")
+        if not KB_WORDS[0] <= words <= KB_WORDS[1]:
+            report.add(f"kb/{p.name}", f"{words} words, expected {KB_WORDS[0]}-{KB_WORDS[1]}")
+    report.chunk_ids = kb_chunk_ids(kb_dir)
     return set(report.kb_docs)
 
 
@@ -287,7 +131,7 @@ def validate(directory: str | Path = DEFAULT_DIR, popqa_kb: str | Path | None = 
                         report.add(where, f"duplicate id {rid!r} (first at {seen[rid]})")
                     else:
                         seen[rid] = f"{path.name}:{lineno}"
-                _check_row(kind, row, where, report, kb_ids, popqa_ids)
+                check_row(kind, row, where, report, kb_ids, popqa_ids, report.chunk_ids)
                 report.rows[kind].append(row)
     return report
 
@@ -295,14 +139,17 @@ def validate(directory: str | Path = DEFAULT_DIR, popqa_kb: str | Path | None = 
 def _label(kind: str, row: dict) -> str:
     if kind == "strips":
         return "none-relevant" if not row.get("relevant") else "some-relevant"
-    field = LABEL_FIELD[kind]
-    return str(row.get(field, "paylane" if kind == "rewrite" else "-"))
+    return str(row.get(LABEL_FIELD[kind], "paylane" if kind == "rewrite" else "-"))
+
+
+def _origin(row: dict) -> str:
+    return str(row.get("source", "paylane")).split(":")[0]
 
 
 def format_counts(report: Report) -> str:
-    """The per-file, per-split and per-label counts as a plain-text table."""
-    lines = [f"kb/: {len(report.kb_docs)} docs", ""]
-    lines.append(f"{'file':<16}{'total':>6}{'train':>7}{'dev':>5}   labels (train/dev)")
+    """Per-file, per-split and per-label counts, then a label-balance summary, as plain text."""
+    lines = [f"kb/: {len(report.kb_docs)} docs, {len(report.chunk_ids)} chunks", ""]
+    lines.append(f"{'file':<16}{'total':>6}{'train':>7}{'dev':>5}{'test':>6}   labels (train/dev/test)")
     total = Counter()
     for kind in KINDS:
         rows = report.rows.get(kind, [])
@@ -311,19 +158,37 @@ def format_counts(report: Report) -> str:
         per_label: dict[str, Counter] = {}
         for r in rows:
             per_label.setdefault(_label(kind, r), Counter())[r.get("split")] += 1
-        labels = ", ".join(f"{k} {c['train']}/{c['dev']}" for k, c in sorted(per_label.items()))
-        lines.append(f"{kind + '.jsonl':<16}{len(rows):>6}{splits['train']:>7}{splits['dev']:>5}   {labels}")
+        labels = ", ".join(f"{k} {c['train']}/{c['dev']}/{c['test']}" for k, c in sorted(per_label.items()))
+        lines.append(f"{kind + '.jsonl':<16}{len(rows):>6}{splits['train']:>7}{splits['dev']:>5}{splits['test']:>6}"
+                     f"   {labels}")
     component = sum(len(report.rows.get(k, [])) for k in KINDS if k != "queries")
-    lines.append("")
-    lines.append(f"component examples (all but queries): {component}; all rows: {sum(total.values())} "
-                 f"(train {total['train']}, dev {total['dev']})")
+    lines += ["", f"component examples (all but queries): {component}; all rows: {sum(total.values())} "
+                  f"(train {total['train']}, dev {total['dev']}, test {total['test']})"]
+    lines += ["", "label balance:"] + _balance(report)
+    return "\n".join(lines)
+
+
+def _balance(report: Report) -> list[str]:
+    out = []
+    strips = report.rows.get("strips", [])
+    n = sum(len(r.get("strips") or []) for r in strips)
+    rel = sum(len(r.get("relevant") or []) for r in strips)
+    out.append(f"  strips: {rel}/{n} strips relevant ({rel / max(n, 1):.0%}); origin "
+               + ", ".join(f"{k} {v}" for k, v in sorted(Counter(map(_origin, strips)).items())))
+    support = report.rows.get("support", [])
+    verdicts = Counter(r.get("support") for r in support)
+    out.append("  support: " + ", ".join(f"{v} {verdicts[v]} ({verdicts[v] / max(len(support), 1):.0%})"
+                                         for v in ("fully", "partially", "no"))
+               + "; origin " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(map(_origin, support)).items())))
     queries = report.rows.get("queries", [])
     if queries:
         actions = Counter(r.get("expected_action") for r in queries)
-        lines.append("queries by expected_action: " + ", ".join(f"{a} {actions[a]}" for a in ACTIONS))
+        out.append("  queries by expected_action: " + ", ".join(f"{a} {actions[a]}" for a in ACTIONS))
         answerable = Counter(bool(r.get("answerable")) for r in queries)
-        lines.append(f"queries answerable: {answerable[True]}, unanswerable: {answerable[False]}")
-    return "\n".join(lines)
+        retrieval = Counter(r.get("needs_retrieval", True) for r in queries)
+        out.append(f"  queries answerable: {answerable[True]}, unanswerable: {answerable[False]}; "
+                   f"needs_retrieval false: {retrieval[False]}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
