@@ -1,7 +1,9 @@
 """Per-step cost accounting: LM calls, tokens and seconds, read from the LM's history.
 
 DSPy records every LM call (usage included) in ``lm.history``; a step counts the entries
-added while it ran. Cached calls are counted as calls with the usage the cache stored.
+added after the one that was last when it began. (Not a length difference: at
+``settings.max_history_size`` DSPy drops the oldest entry for each new one, so the length
+stops changing.) Cached calls are counted as calls with the usage the cache stored.
 """
 
 from __future__ import annotations
@@ -19,6 +21,16 @@ def _history() -> list:
     return getattr(lm, "history", None) if lm is not None else None
 
 
+def _added_since(history: list, marker) -> list:
+    """The entries after ``marker`` (None: all); all of them when the cap has dropped it."""
+    if marker is None:
+        return list(history)
+    for i in range(len(history) - 1, -1, -1):
+        if history[i] is marker:
+            return history[i + 1:]
+    return list(history)
+
+
 @contextmanager
 def step(trace: Trace, name: str):
     """Record the LM calls, tokens and seconds spent inside the block as one ``StepCost``.
@@ -27,14 +39,14 @@ def step(trace: Trace, name: str):
     The step is appended to ``trace.steps`` even when the block raises.
     """
     history = _history()
-    start_len = len(history) if history is not None else 0
+    marker = history[-1] if history else None
     cost = StepCost(step=name)
     started = time.perf_counter()
     try:
         yield cost
     finally:
         cost.seconds = round(time.perf_counter() - started, 3)
-        new = history[start_len:] if history is not None else []
+        new = _added_since(history, marker) if history is not None else []
         cost.lm_calls = len(new)
         for entry in new:
             usage = entry.get("usage") or {}

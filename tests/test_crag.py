@@ -167,6 +167,18 @@ def test_trace_counts_calls_and_tokens_per_step(fake_lm):
     assert result.to_dict()["trace"]["lm_calls"] == 4
 
 
+def test_trace_counts_calls_when_the_lm_history_is_full(fake_lm):
+    # at max_history_size DSPy drops the oldest entry per call: the length no longer grows
+    import dspy
+
+    with dspy.context(max_history_size=3):
+        run([FOUNDING, OFF_TOPIC])
+        result, _ = run([FOUNDING, OFF_TOPIC])
+    assert len(fake_lm.history) == 3
+    assert {s.step: s.lm_calls for s in result.trace.steps}["evaluate"] == 2
+    assert result.trace.lm_calls == 4
+
+
 def test_crag_mode_without_self_check_keeps_the_answer_as_generated(fake_lm):
     import signatures
 
