@@ -16,7 +16,7 @@ import itertools
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from program.evaluator import score_grade  # noqa: E402
 from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance  # noqa: E402
 
 BUDGETS = {"light": 2, "medium": 3, "heavy": 4}  # few-shot demos per predictor
+OPTIMIZERS = ("bootstrap", "mipro", "gepa")
 
 
 @dataclass(frozen=True)
@@ -56,26 +57,34 @@ SPECS = [
     PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy),
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
-    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_metric),
+    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_and_grounding_metric),
 ]
 
 
-def _evaluate(predictor, devset, metric) -> tuple[float, list]:
-    result = dspy.Evaluate(devset=devset, metric=metric, num_threads=1, display_progress=True,
+def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
+    """The predictor's dev figures (``optimize.predictor_metrics.dev_figures``)."""
+    result = dspy.Evaluate(devset=devset, metric=spec.metric, num_threads=1, display_progress=True,
                            provide_traceback=False)(predictor)
-    return round(float(result.score) / 100.0, 4), result.results
+    return pm.dev_figures(spec.kind, result.results, knowledge_base)
 
 
-def _optimizer(name: str, spec: PredictorSpec, demos: int):
+def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"):
     labeled = demos if spec.labeled_demos else 0
     if name == "bootstrap":
         # bool(dspy.Prediction(score=0.0)) is True, so the threshold is what filters demos.
         return dspy.BootstrapFewShot(metric=spec.metric, metric_threshold=spec.threshold,
                                      max_bootstrapped_demos=demos, max_labeled_demos=labeled, max_rounds=1)
     if name == "mipro":
-        return dspy.MIPROv2(metric=spec.metric, auto="light", max_bootstrapped_demos=demos,
+        return dspy.MIPROv2(metric=spec.metric, auto=budget, max_bootstrapped_demos=demos,
                             max_labeled_demos=labeled, num_threads=1, verbose=False)
-    raise ValueError(f"unknown optimizer {name!r}; choose bootstrap or mipro")
+    if name == "gepa":
+        def feedback_metric(gold, pred, trace=None, pred_name=None, pred_trace=None):
+            return spec.metric(gold, pred, trace)
+
+        # GEPA rewrites the instruction by reflecting on failures; the same LM reflects.
+        return dspy.GEPA(metric=feedback_metric, auto=budget, num_threads=1,
+                         reflection_lm=dspy.settings.lm.copy(temperature=1.0, max_tokens=2000))
+    raise ValueError(f"unknown optimizer {name!r}; choose {', '.join(OPTIMIZERS)}")
 
 
 def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
@@ -89,21 +98,26 @@ def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
     ]
 
 
-def compile_predictor(spec: PredictorSpec, optimizer: str, demos: int) -> tuple[dspy.Predict, dict]:
-    """Compile one predictor; return the one to keep and its before/after dev figures."""
+def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledge_base=None) -> tuple[dspy.Predict, dict]:
+    """Compile one predictor; return the one to keep and its before/after dev figures.
+
+    The compiled predictor is kept when its primary dev figure is not lower than the
+    uncompiled one's (``optimize.predictor_metrics.dev_figures``).
+    """
     train = labeled_examples(spec.kind, "train")
     dev = labeled_examples(spec.kind, "dev")
     print(f"\n== {spec.kind} ({spec.signature.__name__}): {len(train)} train, {len(dev)} dev", flush=True)
     student = dspy.Predict(spec.signature)
-    before, _ = _evaluate(student, dev, spec.metric)
+    before = _evaluate(student, dev, spec, knowledge_base)
     started = time.perf_counter()
-    compiled = _optimizer(optimizer, spec, demos).compile(student.deepcopy(), trainset=train)
-    after, results = _evaluate(compiled, dev, spec.metric)
-    keep = compiled if after >= before else student
-    figures = {"before": before, "after": after, "kept": "compiled" if keep is compiled else "uncompiled",
-               "demos": len(keep.demos), "train": len(train), "dev": len(dev),
-               "seconds": round(time.perf_counter() - started, 1)}
-    print(f"   {spec.kind}: dev {before:.3f} -> {after:.3f}, kept {figures['kept']}", flush=True)
+    compiled = _optimizer(optimizer, spec, BUDGETS[budget], budget).compile(student.deepcopy(), trainset=train)
+    after = _evaluate(compiled, dev, spec, knowledge_base)
+    keep = compiled if after["primary"] >= before["primary"] else student
+    figures = {"before": before["primary"], "after": after["primary"],
+               "kept": "compiled" if keep is compiled else "uncompiled", "demos": len(keep.demos),
+               "train": len(train), "dev": len(dev), "seconds": round(time.perf_counter() - started, 1),
+               "dev_before": before, "dev_after": after}
+    print(f"   {spec.kind}: dev {before['primary']:.3f} -> {after['primary']:.3f}, kept {figures['kept']}", flush=True)
     return keep, figures
 
 
@@ -137,29 +151,70 @@ def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
 
 
 def data_hash() -> str:
+    """sha256 (16 hex digits) of the labeled files and the knowledge base they refer to."""
     digest = hashlib.sha256()
-    for path in sorted(Path(adversarial.__file__).parent.glob("*.jsonl")):
-        digest.update(path.name.encode() + path.read_bytes())
+    root = Path(adversarial.__file__).parent
+    for path in sorted(root.glob("*.jsonl")) + sorted(Path(adversarial.KB_DIR).rglob("*.md")):
+        digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def dev_score(manifest: dict) -> float:
+    """One dev figure for a whole compile: the mean of each kept predictor's primary dev
+    figure and the calibrated thresholds' dev action accuracy (all in [0, 1])."""
+    kept = [m["after"] if m["kept"] == "compiled" else m["before"] for m in manifest["metrics_dev"].values()]
+    figures = kept + [manifest["thresholds"]["dev_action_accuracy"]]
+    return round(sum(figures) / len(figures), 4)
+
+
+def may_overwrite(manifest: dict, out: str | Path, force: bool) -> tuple[bool, str]:
+    """Whether the new compile may replace the one saved in ``out``, and why.
+
+    A saved compile for the same LM and the same data is replaced only when the new one's
+    ``dev_score`` is at least as high, or with ``force``; a different LM or data set is not
+    comparable, so it is replaced.
+    """
+    path = Path(out) / "manifest.json"
+    if force or not path.exists():
+        return True, "forced" if force else "nothing saved yet"
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        old = dev_score(saved)
+    except (OSError, ValueError, KeyError, TypeError):
+        return True, "the saved manifest is unreadable"
+    if saved.get("lm") != manifest["lm"] or saved.get("data_hash") != manifest["data_hash"]:
+        return True, "the saved compile used another LM or other data"
+    new = dev_score(manifest)
+    if new < old:
+        return False, f"dev score {new:.4f} is below the saved compile's {old:.4f} (use --force to replace it)"
+    return True, f"dev score {new:.4f} >= saved {old:.4f}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Compile, calibrate and save; returns 0, or 3 when a worse compile was not saved."""
     parser = argparse.ArgumentParser(prog="python -m optimize.compile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     parser.add_argument("--api-base")
-    parser.add_argument("--optimizer", default="bootstrap", choices=["bootstrap", "mipro"])
-    parser.add_argument("--budget", default="light", choices=list(BUDGETS))
+    parser.add_argument("--optimizer", default="bootstrap", choices=OPTIMIZERS)
+    parser.add_argument("--budget", default="light", choices=list(BUDGETS),
+                        help="demos per predictor (2/3/4) and MIPROv2/GEPA's auto budget")
     parser.add_argument("--out", default=str(COMPILED_DIR))
+    parser.add_argument("--force", action="store_true", help="save even when worse on dev than the saved compile")
     args = parser.parse_args(argv)
 
     lm = configure_lm(args.model, args.api_base)
     dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
+    from program.resources import knowledge_base
+
+    kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
     program = CRAG(knowledge_base=None)
     predictors = dict(program.named_predictors())
     metrics = {}
     started = time.perf_counter()
     for spec in SPECS:
-        keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, BUDGETS[args.budget])
+        if spec.kind == "rewrite":
+            spec = replace(spec, metric=pm.rewrite_metric_for(kb))
+        keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb)
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
     thresholds = calibrate_thresholds(predictors["evaluator.grade"])
@@ -169,11 +224,17 @@ def main(argv: list[str] | None = None) -> int:
         "data_hash": data_hash(), "thresholds": thresholds, "metrics_dev": metrics,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    save_compiled(program, manifest, args.out)
+    manifest["dev_score"] = dev_score(manifest)
     print("\n| predictor | dev before | dev after | kept | demos |\n|---|---|---|---|---|")
     for kind, m in metrics.items():
         print(f"| {kind} | {m['before']:.3f} | {m['after']:.3f} | {m['kept']} | {m['demos']} |")
-    print(f"\nthresholds: {json.dumps(thresholds)}\nsaved to {args.out}")
+    print(f"\nthresholds: {json.dumps(thresholds)}\ndev score: {manifest['dev_score']:.4f}")
+    ok, why = may_overwrite(manifest, args.out, args.force)
+    if not ok:
+        print(f"not saved: {why}", file=sys.stderr)
+        return 3
+    save_compiled(program, manifest, args.out)
+    print(f"saved to {args.out} ({why})")
     return 0
 
 

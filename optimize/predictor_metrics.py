@@ -5,9 +5,15 @@ DSPy optimizers call these with a labeled ``dspy.Example`` and the predictor's o
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 from program.evaluator import score_grade
 from program.refine import score_span
 from program.selfcheck import is_abstention, judge_support
+from program.text import coverage
+
+_CITATION = re.compile(r"\[\d+\]")
 
 
 def grade_band(score: float, upper: float = 0.6, lower: float = 0.2) -> str:
@@ -32,7 +38,7 @@ def strip_accuracy(example, pred, trace=None) -> float:
 def rewrite_recall(example, pred, trace=None) -> float:
     """Share of the labeled expert terms that appear in the rewritten query (case-insensitive)."""
     terms = [t.lower() for t in example.expert_terms]
-    query = str(pred.query).lower()
+    query = str(getattr(pred, "query", "") or "").lower()
     return sum(t in query for t in terms) / len(terms) if terms else 1.0
 
 
@@ -43,8 +49,117 @@ def support_accuracy(example, pred, trace=None) -> float:
 
 def answer_metric(example, pred, trace=None) -> float:
     """Answer correctness: a gold string in the answer; for unanswerable items, an abstention."""
-    answer = str(pred.answer)
+    answer = str(getattr(pred, "answer", "") or "")
     golds = [g.lower() for g in example.gold_answers]
     if any("don't know" in g for g in golds):
         return float(is_abstention(answer))
     return float(any(g in answer.lower() for g in golds))
+
+
+def answer_grounded(example, pred, min_coverage: float = 0.6) -> bool:
+    """Whether the answer's content words come from its context (share >= ``min_coverage``).
+
+    A lexical proxy for groundedness, cheap enough to run inside an optimizer; an abstention
+    counts as grounded (it claims nothing).
+    """
+    answer = _CITATION.sub(" ", str(getattr(pred, "answer", "") or ""))
+    if is_abstention(answer):
+        return True
+    return coverage(answer, " ".join(example.context)) >= min_coverage
+
+
+def answer_and_grounding_metric(example, pred, trace=None) -> float:
+    """Generation: 1.0 correct and grounded, 0.5 correct but not grounded in the context, else 0."""
+    if not answer_metric(example, pred, trace):
+        return 0.0
+    return 1.0 if answer_grounded(example, pred) else 0.5
+
+
+def doc_of(passage_id: str) -> str:
+    """The document a chunk id belongs to: ``"kb/fees.md#2"`` -> ``"fees"``."""
+    return PurePath(passage_id.split("#", 1)[0]).stem
+
+
+def rewrite_metric_for(knowledge_base, k: int = 3):
+    """The rewriting metric: half expert-term recall, half retrieval recall at ``k``.
+
+    Retrieval recall is 1.0 when a document in ``example.relevant_doc_ids`` is among the top
+    ``k`` chunks ``knowledge_base.search(query, k)`` returns for the rewritten query (the
+    rewrite should find what the question alone might not); rows without relevant ids count
+    only the terms.
+    """
+
+    def rewrite_metric(example, pred, trace=None) -> float:
+        terms = rewrite_recall(example, pred)
+        relevant = set(getattr(example, "relevant_doc_ids", None) or [])
+        if not relevant or knowledge_base is None:
+            return terms
+        return 0.5 * terms + 0.5 * rewrite_retrieval_hit(knowledge_base, example, pred, k)
+
+    return rewrite_metric
+
+
+def rewrite_retrieval_hit(knowledge_base, example, pred, k: int = 3) -> float:
+    """1.0 when the rewritten query retrieves a relevant document in the top ``k``."""
+    relevant = set(getattr(example, "relevant_doc_ids", None) or [])
+    query = str(getattr(pred, "query", "") or "").strip()
+    if not query:
+        return 0.0
+    found = {doc_of(p.id) for p in knowledge_base.search(query, k)}
+    return float(bool(relevant & found))
+
+
+def strip_f1(results) -> dict:
+    """Precision, recall and F1 of keeping relevant strips over ``(example, pred, score)`` rows."""
+    tp = fp = fn = 0
+    for example, pred, _ in results:
+        kept = score_span(str(getattr(pred, "answer_span", "")), example.strip) >= 0.5
+        tp += kept and bool(example.relevant)
+        fp += kept and not example.relevant
+        fn += (not kept) and bool(example.relevant)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def dev_figures(kind: str, results, knowledge_base=None) -> dict:
+    """The figures a predictor is judged by on a split, from ``dspy.Evaluate`` result rows.
+
+    Args:
+        kind: grading | strips | rewrite | support | answers.
+        results: ``(example, prediction, score)`` triples (``EvaluationResult.results``).
+        knowledge_base: for rewriting's retrieval recall (None leaves it out).
+
+    Returns:
+        ``{"primary": float in [0, 1], ...named figures}``: grading: action-band accuracy
+        and reason accuracy (primary: the metric, band with half credit for the reason);
+        strips: accuracy, precision, recall, F1 (primary: F1); rewrite: term recall and
+        retrieval recall at 3 (primary: their mean when retrieval is measured); support:
+        accuracy; answers: correctness and groundedness (primary: the metric).
+    """
+    scores = [float(s) for _, _, s in results]
+    preds_ok = [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
+    if kind == "grading":
+        return {"primary": _mean(scores), "band_accuracy": _mean(s > 0 for s in scores),
+                "reason_accuracy": _mean(s == 1.0 for s in scores)}
+    if kind == "strips":
+        f = strip_f1([(e, p, s) for (e, p, s) in results if p is not None])
+        return {"primary": f["f1"], "accuracy": _mean(scores), **f}
+    if kind == "rewrite":
+        terms = _mean(rewrite_recall(e, p) for e, p in preds_ok)
+        out = {"term_recall": terms}
+        if knowledge_base is not None:
+            with_ids = [(e, p) for e, p in preds_ok if getattr(e, "relevant_doc_ids", None)]
+            out["retrieval_recall_at_3"] = _mean(rewrite_retrieval_hit(knowledge_base, e, p) for e, p in with_ids)
+        out["primary"] = _mean(out.values())
+        return out
+    if kind == "answers":
+        return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
+                "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok)}
+    return {"primary": _mean(scores), "accuracy": _mean(scores)}

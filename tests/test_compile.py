@@ -46,8 +46,14 @@ def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
         assert figures["kept"] in ("compiled", "uncompiled")
         # a compiled predictor is kept only when it is not worse on dev
         assert figures["kept"] == "uncompiled" or figures["after"] >= figures["before"]
-    # grading everything "relevant" is right exactly on the dev rows labeled relevant (2 of 11)
-    assert manifest["metrics_dev"]["grading"]["before"] == round(2 / 11, 4)
+    # grading everything "relevant" scores 1 on the dev rows labeled relevant, 0.5 on the other
+    # rows in the "correct" band, 0 elsewhere
+    from eval_sets.adversarial import load_rows
+    from optimize.predictor_metrics import grade_band
+
+    dev = load_rows("grading", "dev")
+    expected = sum(1.0 if r["reason"] == "relevant" else 0.5 * (grade_band(r["relevance"]) == "correct") for r in dev)
+    assert manifest["metrics_dev"]["grading"]["before"] == round(expected / len(dev), 4)
     t = manifest["thresholds"]
     assert 0 < t["lower"] <= t["upper"] <= 1
     assert manifest["lm"] == "fake/rules" and manifest["dspy_version"].startswith("3.4")
@@ -60,3 +66,27 @@ def test_rewrite_demos_are_bootstrapped_not_raw_labels(tmp_path, fake_compile):
     state = json.loads((tmp_path / "crag.json").read_text())
     for demo in state["web_searcher.rewrite"]["demos"]:
         assert "query" in demo  # a raw labeled row has expert_terms and no query
+
+
+def test_a_worse_compile_does_not_replace_the_saved_one_without_force(tmp_path, fake_compile):
+    assert compile_mod.main(["--out", str(tmp_path)]) == 0
+    path = tmp_path / "manifest.json"
+    saved = json.loads(path.read_text())
+    for figures in saved["metrics_dev"].values():  # pretend the saved compile was perfect on dev
+        figures.update(before=1.0, after=1.0)
+    saved["thresholds"]["dev_action_accuracy"] = 1.0
+    path.write_text(json.dumps(saved))
+    assert compile_mod.main(["--out", str(tmp_path)]) == 3
+    assert json.loads(path.read_text()) == saved
+    assert compile_mod.main(["--out", str(tmp_path), "--force"]) == 0
+    assert json.loads(path.read_text())["dev_score"] < 1.0
+
+
+def test_another_lm_or_data_set_is_not_comparable(tmp_path):
+    manifest = {"lm": "a", "data_hash": "x", "thresholds": {"dev_action_accuracy": 0.0},
+                "metrics_dev": {"grading": {"before": 0.0, "after": 0.1, "kept": "compiled"}}}
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "thresholds": {"dev_action_accuracy": 1.0}}))
+    assert compile_mod.may_overwrite(manifest, tmp_path, force=False)[0] is False
+    assert compile_mod.may_overwrite({**manifest, "data_hash": "y"}, tmp_path, force=False) == (
+        True, "the saved compile used another LM or other data")
+    assert compile_mod.dev_score(manifest) == 0.05

@@ -1,0 +1,50 @@
+"""The per-predictor metrics that compilation optimises and reports."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+
+from optimize import predictor_metrics as pm
+from program.types import Passage
+
+
+def strip(question, text, relevant):
+    return dspy.Example(question=question, strip=text, relevant=relevant).with_inputs("question", "strip")
+
+
+def test_strip_f1_counts_kept_against_relevant():
+    rows = [
+        (strip("q", "Jane Roe founded it.", True), dspy.Prediction(answer_span="Jane Roe"), 1.0),   # tp
+        (strip("q", "It is in Ohio.", False), dspy.Prediction(answer_span="Ohio"), 0.0),            # fp
+        (strip("q", "Built in 1999.", True), dspy.Prediction(answer_span="NONE"), 0.0),             # fn
+        (strip("q", "The sky is blue.", False), dspy.Prediction(answer_span="NONE"), 1.0),          # tn
+    ]
+    assert pm.strip_f1(rows) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+    figures = pm.dev_figures("strips", rows)
+    assert figures["primary"] == 0.5 and figures["accuracy"] == 0.5
+
+
+class OneDocKB:
+    def search(self, query, k=3):
+        doc = "decline-codes.md" if "decline" in query else "fees.md"
+        return [Passage(id=f"{doc}#0", text="...")]
+
+
+def test_rewrite_metric_is_half_terms_half_retrieval():
+    example = dspy.Example(question="my card payment failed", expert_terms=["decline code", "do_not_honor"],
+                           relevant_doc_ids=["decline-codes"]).with_inputs("question")
+    metric = pm.rewrite_metric_for(OneDocKB())
+    assert metric(example, dspy.Prediction(query="decline code meaning")) == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+    assert metric(example, dspy.Prediction(query="payment failed")) == 0.0
+    assert pm.doc_of("kb/decline-codes.md#3") == "decline-codes"
+
+
+def test_answer_metric_rewards_grounded_correct_answers():
+    example = dspy.Example(question="Who founded Acme?", context=["[1] Acme was founded by Jane Roe in 1999."],
+                           gold_answers=["Jane Roe"]).with_inputs("question", "context")
+    grounded = dspy.Prediction(answer="Acme was founded by Jane Roe [1].")
+    padded = dspy.Prediction(answer="Jane Roe, a famous Martian astronaut and painter, founded it.")
+    assert pm.answer_and_grounding_metric(example, grounded) == 1.0
+    assert pm.answer_and_grounding_metric(example, padded) == 0.5
+    assert pm.answer_and_grounding_metric(example, dspy.Prediction(answer="Elon Musk")) == 0.0
