@@ -2,196 +2,61 @@
 
 Usage::
 
-    python -m optimize.evaluate --set popqa --limit 50 --modes closed,rag,crag \\
-        [--model embedded-1.5b] [--seed 0] [--out DIR] [--compiled compiled] [--no-cache]
-    python -m optimize.evaluate --set adversarial --split dev --modes rag,crag
+    python -m optimize.evaluate --set popqa --limit 50 --modes closed,rag,crag,self-crag \\
+        [--model embedded-1.5b] [--seed 0] [--out DIR | --name NAME] [--resume] [--threads N] \\
+        [--groundedness auto|off] [--compiled compiled] [--no-cache]
+    python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag
 
-Output folder (default ``results/<YYYY-MM-DD>-<HHMMSS>-<set>/``):
+Modes: ``closed`` (no retrieval), ``rag`` (top-k passages, trusted), ``crag`` (evaluator,
+actions, refinement, web), ``self-crag`` (crag plus the claim-level self-check).
 
-* ``results.csv``: one row per (mode, question), appended and flushed row by row, so a
-  run killed half way keeps what it did. Columns: ``CSV_COLUMNS``. ``seconds`` is the
-  wall-clock time of the program call (float, s); ``correct`` is ``True``/``False``;
-  ``action`` is ``correct|ambiguous|incorrect`` or empty; ``error`` is ``"Type: message"``
-  when the program raised (the run goes on; such a row counts as not correct and its cost
-  columns are empty).
-* ``summary.json``: per mode ``n``, ``errors``, ``accuracy`` (%, errors count as wrong),
-  ``actions`` (counts, or null without an evaluator), ``fallback_rate`` (%),
-  ``escalation_rate`` (% of graded questions whose CORRECT route fell through to the web),
-  ``median_lm_calls``, ``median_tokens`` (prompt + completion), ``median_seconds``, and on
-  the adversarial set ``action_accuracy`` (% of evaluator actions equal to ``expected_action``).
+Output folder (default ``results/<YYYY-MM-DD>-<HHMMSS>-<set>/``; ``--name`` replaces the part
+after the date, ``--out`` the whole path):
 
-Correctness: PopQA uses the CRAG paper's rule (:func:`optimize.metrics.answer_correct` on
-``possible_answers``). Adversarial rows use ``gold_answers`` the same way; a row marked
-``answerable: false`` is correct when the honest fallback fired instead.
+* ``results.csv``: one row per (mode, question), appended and flushed row by row, so a run
+  killed half way keeps what it did. Columns: ``optimize.record.CSV_COLUMNS``. ``seconds`` is
+  the wall-clock time of the program call (float, s); ``error`` is ``"Type: message"`` when
+  the program raised (the run goes on; such a row counts as not correct, its costs are empty).
+  ``check_*`` hold the cost of the post-hoc groundedness check, outside the mode's cost.
+* ``steps.csv``: one row per (mode, question, trace step): ``optimize.record.STEP_COLUMNS``.
+* ``summary.json``: the run's settings and per mode the figures of
+  :func:`optimize.report.summarize` (accuracy, correction, escalation, fallback and
+  abstention rates, groundedness, cost medians and 90th percentiles, per-step mean cost,
+  and on the adversarial set the action accuracy and the evaluator's confusion matrix).
+* ``accuracy_vs_cost.png``: accuracy against median LM calls and seconds, one point per mode.
+
+``--resume`` (with ``--out`` or ``--name``) skips the (mode, id) pairs that already have an
+error-free row in that folder's ``results.csv`` and summarises all its rows, old and new;
+without it the summary covers this run's rows only. Correctness: see
+:func:`optimize.eval_data.is_correct`.
 
 Exit codes: 0 done, 1 a mode's program could not be built, 2 bad arguments or unsupported
-set, 130 interrupted by Ctrl-C or SIGTERM (the summary of what was done is still written).
+set, 130 interrupted by Ctrl-C or SIGTERM (the summary of what was done is still written;
+with ``--threads`` the questions in flight are not recorded).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import csv
 import datetime as _dt
-import importlib
 import json
 import signal
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from tqdm import tqdm
 
-from optimize.metrics import answer_correct, median, rate
+from optimize import report
+from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here since the split
+from optimize.plot import PLOT_FILE, plot_modes
+from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
 
-CSV_COLUMNS = [
-    "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
-    "confidence", "fallback", "escalated", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
-    "error", "gold",
-]
-ACTIONS = ("correct", "ambiguous", "incorrect")
-FALLBACK_TEXT = "I don't have reliable information on this."
-
-
-def _adversarial_loader():
-    """``eval_sets.adversarial.load_rows`` if that helper exists, else None."""
-    try:
-        mod = importlib.import_module("eval_sets.adversarial")
-    except ImportError:
-        return None
-    return getattr(mod, "load_rows", None)
-
-
-def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> list[dict]:
-    """Load an evaluation set as uniform rows.
-
-    Returns:
-        Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
-        row's ``category``/empty), ``gold`` (list[str]), ``expected_action`` (str or None),
-        ``answerable`` (bool).
-
-    Raises:
-        SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, or a split
-            the adversarial loader rejects (ValueError from ``load_rows``).
-    """
-    if name == "popqa":
-        from eval_sets.popqa import load_questions
-
-        return [
-            {"id": q["id"], "question": q["question"], "relation": q["relation"] or "",
-             "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True}
-            for q in load_questions(limit=limit, seed=seed)
-        ]
-    if name == "adversarial":
-        load_rows = _adversarial_loader()
-        if load_rows is None:
-            print("error: --set adversarial is not yet supported "
-                  "(eval_sets.adversarial.load_rows does not exist yet)", file=sys.stderr)
-            raise SystemExit(2)
-        try:
-            raw = load_rows("queries", split)
-        except ValueError as exc:  # e.g. a split the set does not have
-            print(f"error: --set adversarial --split {split}: {exc}", file=sys.stderr)
-            raise SystemExit(2) from exc
-        rows = []
-        for i, r in enumerate(raw):
-            rows.append({
-                "id": str(r.get("id") or f"{split}-{i:04d}"), "question": r["question"],
-                "relation": str(r.get("category") or ""), "gold": list(r.get("gold_answers") or []),
-                "expected_action": (str(r["expected_action"]).lower() if r.get("expected_action") else None),
-                "answerable": bool(r.get("answerable", True)),
-            })
-        return rows[:limit] if limit else rows
-    print(f"error: unknown --set {name!r} (popqa, adversarial)", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def is_correct(row: dict, answer: str, fallback: bool) -> bool:
-    """Correctness of one answer for ``row`` (rule in the module docstring)."""
-    if not row["answerable"]:
-        return bool(fallback) or FALLBACK_TEXT.casefold() in (answer or "").casefold()
-    return answer_correct(answer, row["gold"])
-
-
-def run_one(program, mode: str, row: dict) -> dict:
-    """Ask ``program`` one question; never raises (an exception becomes the ``error`` field).
-
-    Returns:
-        A dict with the keys ``CSV_COLUMNS``; numeric costs are None after an error.
-    """
-    out = {"id": row["id"], "question": row["question"], "relation": row["relation"], "mode": mode,
-           "answer": "", "correct": False, "action": "", "expected_action": row["expected_action"] or "",
-           "confidence": None, "fallback": False, "escalated": False, "lm_calls": None, "prompt_tokens": None,
-           "completion_tokens": None, "seconds": None, "error": "", "gold": json.dumps(row["gold"])}
-    t0 = time.perf_counter()
-    try:
-        res = program(question=row["question"])
-        action = getattr(res, "action", None)
-        trace = getattr(res, "trace", None)
-        out.update(
-            answer=str(getattr(res, "answer", "") or ""),
-            action=(getattr(action, "value", action) or "") if action is not None else "",
-            confidence=getattr(res, "confidence", None),
-            fallback=bool(getattr(res, "fallback", False)),
-            escalated=bool(getattr(res, "escalated", False)),
-            lm_calls=getattr(trace, "lm_calls", None),
-            prompt_tokens=getattr(trace, "prompt_tokens", None),
-            completion_tokens=getattr(trace, "completion_tokens", None),
-        )
-        out["correct"] = is_correct(row, out["answer"], out["fallback"])
-    except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    out["seconds"] = round(time.perf_counter() - t0, 3)
-    return out
-
-
-def summarize(results: list[dict], with_expected: bool = False) -> dict:
-    """Figures for one mode's result rows (keys as in the module docstring; % in [0, 100])."""
-    n = len(results)
-    ok = [r for r in results if not r["error"]]
-    graded = [r for r in ok if r["action"]]
-    actions = {a: sum(1 for r in graded if r["action"] == a) for a in ACTIONS} if graded else None
-    tokens = [(r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0) for r in ok
-              if r["prompt_tokens"] is not None or r["completion_tokens"] is not None]
-    acc = rate(r["correct"] for r in results)
-    fb = rate(r["fallback"] for r in ok)
-    esc = rate(r.get("escalated", False) for r in graded)
-    s = {
-        "n": n, "errors": n - len(ok),
-        "accuracy": None if acc is None else round(100 * acc, 1),
-        "actions": actions,
-        "fallback_rate": None if fb is None else round(100 * fb, 1),
-        "escalation_rate": None if esc is None else round(100 * esc, 1),
-        "median_lm_calls": median(r["lm_calls"] for r in ok),
-        "median_tokens": median(tokens),
-        "median_seconds": median(r["seconds"] for r in ok),
-    }
-    if with_expected:
-        pairs = [r for r in graded if r["expected_action"]]
-        aa = rate(r["action"] == r["expected_action"] for r in pairs)
-        s["action_accuracy"] = None if aa is None or not pairs else round(100 * aa, 1)
-    return s
-
-
-def markdown_table(summary: dict[str, dict]) -> str:
-    """A Markdown pipe table, one row per mode (no ``tabulate`` dependency)."""
-    def fmt(v, suffix=""):
-        return "-" if v is None else (f"{v:g}{suffix}" if isinstance(v, float) else f"{v}{suffix}")
-
-    with_aa = any("action_accuracy" in s for s in summary.values())
-    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "fallback", "escalated", "med LM calls",
-            "med tokens", "med s/question"] + (["action acc."] if with_aa else [])
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    for mode, s in summary.items():
-        if "build_error" in s:
-            lines.append(f"| {mode} | build failed: {s['build_error']} |")
-            continue
-        acts = "/".join(str(s["actions"][a]) for a in ACTIONS) if s["actions"] else "-"
-        cells = [mode, fmt(s["n"]), fmt(s["errors"]), fmt(s["accuracy"], " %"), acts,
-                 fmt(s["fallback_rate"], " %"), fmt(s.get("escalation_rate"), " %"), fmt(s["median_lm_calls"]), fmt(s["median_tokens"]),
-                 fmt(s["median_seconds"])] + ([fmt(s.get("action_accuracy"), " %")] if with_aa else [])
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+MODES = ("closed", "rag", "crag", "self-crag")  # as program.factory.MODES
+ACTIONS = report.ACTIONS
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -200,30 +65,107 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--split", default="dev", choices=["train", "dev", "test"], help="adversarial split")
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--modes", default="closed,rag,crag", help="comma-separated: closed,rag,crag")
+    p.add_argument("--modes", default="closed,rag,crag", help=f"comma-separated: {','.join(MODES)}")
     p.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     p.add_argument("--out", default=None, help="output folder (default results/<date>-<time>-<set>/)")
+    p.add_argument("--name", default=None, help="run name: the folder is results/<date>-<name>/")
+    p.add_argument("--resume", action="store_true", help="skip questions already done in --out/--name")
+    p.add_argument("--threads", type=int, default=1,
+                   help="questions asked in parallel (remote LMs; the embedded model runs one at a time)")
+    p.add_argument("--groundedness", default="auto", choices=["auto", "off"],
+                   help="auto: check rag/crag answers' claims after the fact (outside their cost); off: skip")
     p.add_argument("--no-cache", action="store_true",
                    help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    bad = [m for m in args.modes if m not in ("closed", "rag", "crag")]
+    bad = [m for m in args.modes if m not in MODES]
     if bad or not args.modes:
-        p.error(f"unknown mode(s) {bad}; choose from closed, rag, crag")
+        p.error(f"unknown mode(s) {bad}; choose from {', '.join(MODES)}")
     if args.limit is not None and args.limit <= 0:
         p.error("--limit must be positive")
+    if args.threads < 1:
+        p.error("--threads must be at least 1")
+    if args.out and args.name:
+        p.error("give --out or --name, not both")
+    if args.resume and not (args.out or args.name):
+        p.error("--resume needs the folder to resume: --out DIR or --name NAME")
     return args
+
+
+def out_folder(args: argparse.Namespace, now: _dt.datetime | None = None) -> Path:
+    """``--out``, else ``results/<YYYY-MM-DD>-<run name>``, the run name ``--name`` or ``<HHMMSS>-<set>``."""
+    if args.out:
+        return Path(args.out)
+    now = now or _dt.datetime.now()
+    return Path("results") / f"{now:%Y-%m-%d}-{args.name or f'{now:%H%M%S}-{args.set_name}'}"
+
+
+def _open_csv(path: Path, columns: list[str]):
+    """Open ``path`` for appending rows of ``columns``; a file with other columns (an older run)
+    is first rewritten with ``columns``, its missing cells empty. Returns ``(file, writer)``."""
+    if path.exists() and path.stat().st_size:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            old = list(reader) if reader.fieldnames != columns else None
+        if old is not None:
+            with open(path, "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=columns, restval="", extrasaction="ignore")
+                w.writeheader()
+                w.writerows(old)
+    fh = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by the caller
+    writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+    if fh.tell() == 0:
+        writer.writeheader()
+        fh.flush()
+    return fh, writer
+
+
+def done_pairs(csv_path: Path) -> set[tuple[str, str]]:
+    """The (mode, id) pairs of ``csv_path`` with an error-free row (empty set without the file)."""
+    if not csv_path.exists():
+        return set()
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        return {(r["mode"], r["id"]) for r in csv.DictReader(fh) if not r.get("error")}
+
+
+def ask_all(program, mode: str, rows: list[dict], checker, threads: int, on_done) -> None:
+    """Ask every row; call ``on_done((result_row, step_rows))`` in the calling thread as each ends.
+
+    Each question runs on its own copy of DSPy's current LM (``lm.copy()``: shared client and
+    cache, own ``history``), so the per-step cost accounting of concurrent questions does not
+    mix. With ``threads > 1`` questions run in a thread pool, each in a copy of the caller's
+    ``contextvars`` context so that ``dspy.context`` settings reach the workers.
+    """
+    import dspy
+
+    lm = dspy.settings.lm
+
+    def ask(row):
+        own = dspy.context(lm=lm.copy()) if hasattr(lm, "copy") else contextlib.nullcontext()
+        with own:
+            return run_one(program, mode, row, checker)
+
+    if threads <= 1:
+        for row in rows:
+            on_done(ask(row))
+        return
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"eval-{mode}")
+    try:
+        futures = [pool.submit(contextvars.copy_context().run, ask, row) for row in rows]
+        for future in as_completed(futures):
+            on_done(future.result())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the evaluation; returns the exit code (see the module docstring)."""
     args = parse_args(argv)
     rows = load_set(args.set_name, args.limit, args.seed, args.split)
-    stamp = _dt.datetime.now().strftime("%Y-%m-%d-%H%M%S")
-    out_dir = Path(args.out or f"results/{stamp}-{args.set_name}")
+    out_dir = out_folder(args)
     out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = out_dir / "results.csv"
+    csv_path, steps_path = out_dir / "results.csv", out_dir / "steps.csv"
 
     from program.factory import build_program
     from program.lm import configure_lm
@@ -233,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         import dspy
 
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    threads = args.threads
+    if threads > 1 and str(getattr(lm, "model", "") or "").startswith("local/"):
+        print("note: the embedded model answers one call at a time in this process; --threads set to 1",
+              file=sys.stderr)
+        threads = 1
     # A SIGTERM (e.g. `timeout`) ends the run like Ctrl-C: the summary of what was done is written.
     try:
         old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -246,43 +193,80 @@ def main(argv: list[str] | None = None) -> int:
         from program.resources import knowledge_base as build_kb
 
         knowledge_base = build_kb(KB_DIR)
-    summary: dict[str, dict] = {}
-    code = 0
-    new_file = not csv_path.exists() or csv_path.stat().st_size == 0
-    with open(csv_path, "a", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-        if new_file:
-            writer.writeheader()
-            fh.flush()
-        try:
-            for mode in args.modes:
-                try:
-                    program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base)
-                except Exception as exc:  # noqa: BLE001
-                    print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                    summary[mode] = {"build_error": f"{type(exc).__name__}: {exc}"}
-                    code = 1
-                    continue
-                results: list[dict] = []
-                summary[mode] = summarize(results, with_expected)
-                for row in tqdm(rows, desc=mode, unit="q", file=sys.stderr):
-                    r = run_one(program, mode, row)
-                    writer.writerow(r)
-                    fh.flush()
-                    results.append(r)
-                    summary[mode] = summarize(results, with_expected)
-        except KeyboardInterrupt:
-            print("interrupted: writing the summary of what was done", file=sys.stderr)
-            code = 130
-    if old_term is not None:
-        signal.signal(signal.SIGTERM, old_term)
+    done = done_pairs(csv_path) if args.resume else set()
+    asked: set[tuple[str, str]] = set()
+    build_errors: dict[str, str] = {}
+    skipped, code = 0, 0
+    fh, writer = _open_csv(csv_path, CSV_COLUMNS)
+    sfh, steps_writer = _open_csv(steps_path, STEP_COLUMNS)
+
+    def record(item):
+        result, steps = item
+        steps_writer.writerows(steps)
+        sfh.flush()
+        writer.writerow(result)
+        fh.flush()
+        asked.add((result["mode"], result["id"]))
+        bar.update(1)
+
+    bar = None
+    try:
+        for mode in args.modes:
+            todo = [r for r in rows if (mode, r["id"]) not in done]
+            skipped += len(rows) - len(todo)
+            if not todo:
+                continue
+            try:
+                program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base)
+            except Exception as exc:  # noqa: BLE001
+                print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                build_errors[mode] = f"{type(exc).__name__}: {exc}"
+                code = 1
+                continue
+            check = args.groundedness == "auto" and mode in POST_HOC_MODES
+            checker = claim_checker(program, compiled) if check else None
+            bar = tqdm(total=len(todo), desc=mode, unit="q", file=sys.stderr)
+            try:
+                ask_all(program, mode, todo, checker, threads, record)
+            finally:
+                bar.close()
+    except KeyboardInterrupt:
+        print("interrupted: writing the summary of what was done", file=sys.stderr)
+        code = 130
+    finally:
+        fh.close()
+        sfh.close()
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+    results, steps = report.read_results(csv_path), report.read_steps(steps_path)
+    if not args.resume:  # this run's rows only
+        results, steps = report.only_pairs(results, asked), report.only_pairs(steps, asked)
+    summary = report.summarize_run(results, steps, with_expected)
+    for mode, err in build_errors.items():
+        summary.setdefault(mode, {})["build_error"] = err
+    model = args.model or getattr(lm, "model", None)
+    plot = None
+    try:
+        plot = plot_modes(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
+    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
+        print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     meta = {"set": args.set_name, "split": args.split if with_expected else None, "limit": args.limit,
-            "seed": args.seed, "model": args.model or getattr(lm, "model", None), "compiled": compiled,
-            "cache": not args.no_cache, "n_questions": len(rows), "csv": str(csv_path), "modes": summary}
+            "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
+            "groundedness": args.groundedness, "threads": threads, "resume": args.resume, "skipped": skipped,
+            "n_questions": len(rows), "csv": str(csv_path), "steps_csv": str(steps_path),
+            "plot": str(plot) if plot else None, "modes": summary}
     (out_dir / "summary.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
-    print(f"\n## {args.set_name} ({len(rows)} questions, model {meta['model']}, seed {args.seed})\n")
-    print(markdown_table(summary))
-    print(f"\nrows: {csv_path}\nsummary: {out_dir / 'summary.json'}")
+    print(f"\n## {args.set_name} ({len(rows)} questions, model {model}, seed {args.seed})\n")
+    print(report.markdown_table(summary))
+    for mode, s in summary.items():
+        if s.get("confusion"):
+            print("\n" + report.confusion_table(mode, s["confusion"]))
+    per_step = report.steps_table(summary)
+    if per_step:
+        print("\nmean cost per answered question, by step:\n\n" + per_step)
+    print(f"\nrows: {csv_path}\nsteps: {steps_path}\nsummary: {out_dir / 'summary.json'}"
+          + (f"\nplot: {plot}" if plot else ""))
     return code
 
 

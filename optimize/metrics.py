@@ -1,7 +1,8 @@
 """Metrics for evaluation runs.
 
 * :func:`answer_correct`: the CRAG paper's PopQA rule (a gold string appears in the answer).
-* :func:`median`: median of the numbers present, ignoring missing values.
+* :func:`median`, :func:`percentile`: of the numbers present, ignoring missing values.
+* :func:`rate`: share of True flags.
 """
 
 from __future__ import annotations
@@ -45,3 +46,24 @@ def rate(flags: Iterable[bool]) -> float | None:
     """Fraction of True among ``flags`` in [0, 1]; None when there are none."""
     fs = list(flags)
     return sum(1 for f in fs if f) / len(fs) if fs else None
+
+
+def percentile(values: Iterable[float | int | None], q: float) -> float | None:
+    """The ``q``-th percentile (``q`` in [0, 100]) of the values present, linearly interpolated
+    between the closest ranks (numpy's default method); None and NaN are skipped.
+
+    Returns:
+        A float, or None when no value is present.
+
+    Raises:
+        ValueError: ``q`` outside [0, 100].
+    """
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q}")
+    xs = sorted(float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v)))
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from eval_sets.popqa import load_questions
-from optimize import evaluate
+from optimize import eval_data, evaluate
 from optimize.metrics import answer_correct, median
 from program.types import Action, CRAGResult, StepCost, Trace
 
@@ -157,7 +157,7 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
 
 
 def test_evaluate_rejects_unsupported_adversarial(fake_program, tmp_path, monkeypatch):
-    monkeypatch.setattr(evaluate, "_adversarial_loader", lambda: None)
+    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: None)
     with pytest.raises(SystemExit) as exc:
         evaluate.main(["--set", "adversarial", "--out", str(tmp_path)])
     assert exc.value.code == 2
@@ -171,7 +171,7 @@ def test_evaluate_adversarial_with_loader(fake_program, tmp_path, monkeypatch):
         {"question": q1, "gold_answers": [], "expected_action": "incorrect", "answerable": False},
     ]
     seen = []
-    monkeypatch.setattr(evaluate, "_adversarial_loader",
+    monkeypatch.setattr(eval_data, "_adversarial_loader",
                         lambda: (lambda kind, split: seen.append((kind, split)) or rows))
     code = evaluate.main(["--set", "adversarial", "--split", "test", "--modes", "crag", "--out", str(tmp_path)])
     assert code == 0 and seen == [("queries", "test")]

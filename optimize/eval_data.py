@@ -1,0 +1,88 @@
+"""Evaluation sets as uniform rows, and the correctness rule for one answer.
+
+* :func:`load_set`: ``popqa`` (long-tail PopQA dev) or ``adversarial`` (the hand-labeled
+  Paylane queries, by split) as dicts with the same keys.
+* :func:`is_correct`: the CRAG paper's rule (a gold string in the answer, case-insensitive);
+  an unanswerable row is correct when the program abstained.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from optimize.metrics import answer_correct
+from program.types import FALLBACK_ANSWER
+
+FALLBACK_TEXT = FALLBACK_ANSWER
+
+
+def _adversarial_loader():
+    """``eval_sets.adversarial.load_rows`` if that helper exists, else None."""
+    try:
+        mod = importlib.import_module("eval_sets.adversarial")
+    except ImportError:
+        return None
+    return getattr(mod, "load_rows", None)
+
+
+def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> list[dict]:
+    """Load an evaluation set as uniform rows.
+
+    Args:
+        name: ``popqa`` or ``adversarial``.
+        limit: number of rows; PopQA takes a seeded sample spread over its relations, the
+            adversarial set its first ``limit`` rows of ``split``. None: all.
+        seed: PopQA sampling seed.
+        split: adversarial split (``train``, ``dev``, ...); ignored for PopQA.
+
+    Returns:
+        Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
+        row's ``category``/empty), ``gold`` (list[str]), ``expected_action`` (str or None),
+        ``answerable`` (bool; always True on PopQA).
+
+    Raises:
+        SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, or a split
+            the adversarial loader rejects (ValueError from ``load_rows``).
+    """
+    if name == "popqa":
+        from eval_sets.popqa import load_questions
+
+        return [
+            {"id": q["id"], "question": q["question"], "relation": q["relation"] or "",
+             "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True}
+            for q in load_questions(limit=limit, seed=seed)
+        ]
+    if name == "adversarial":
+        load_rows = _adversarial_loader()
+        if load_rows is None:
+            print("error: --set adversarial is not yet supported "
+                  "(eval_sets.adversarial.load_rows does not exist yet)", file=sys.stderr)
+            raise SystemExit(2)
+        try:
+            raw = load_rows("queries", split)
+        except ValueError as exc:  # e.g. a split the set does not have
+            print(f"error: --set adversarial --split {split}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from exc
+        rows = [{
+            "id": str(r.get("id") or f"{split}-{i:04d}"), "question": r["question"],
+            "relation": str(r.get("category") or ""), "gold": list(r.get("gold_answers") or []),
+            "expected_action": (str(r["expected_action"]).lower() if r.get("expected_action") else None),
+            "answerable": bool(r.get("answerable", True)),
+        } for i, r in enumerate(raw)]
+        return rows[:limit] if limit else rows
+    print(f"error: unknown --set {name!r} (popqa, adversarial)", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def abstained(answer: str | None, fallback: bool) -> bool:
+    """True when the program gave the honest fallback (flagged, or its text in the answer)."""
+    return bool(fallback) or FALLBACK_TEXT.casefold() in (answer or "").casefold()
+
+
+def is_correct(row: dict, answer: str, fallback: bool) -> bool:
+    """Correctness of one answer for ``row``: a gold string in the answer (case-insensitive),
+    or, for a row marked ``answerable: false``, an abstention (:func:`abstained`)."""
+    if not row["answerable"]:
+        return abstained(answer, fallback)
+    return answer_correct(answer, row["gold"])

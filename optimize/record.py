@@ -1,0 +1,124 @@
+"""One question through one mode, recorded as a ``results.csv`` row and its ``steps.csv`` rows.
+
+The mode's cost columns (``lm_calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``)
+cover the program call only. Groundedness of ``rag`` and ``crag`` answers, modes that do not
+check their claims, is measured after that call by a :class:`program.selfcheck.ClaimChecker`
+on the answer and the strips it had; that check's own cost goes to the ``check_*`` columns.
+``self-crag`` is measured by its own final (kept) claims, at no extra cost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from optimize.eval_data import abstained, is_correct
+from program.cost import step
+from program.selfcheck import ClaimChecker
+from program.types import Trace
+
+CSV_COLUMNS = [
+    "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
+    "confidence", "fallback", "escalated", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
+    "error", "gold",
+    "answerable", "abstained", "claims", "claims_fully", "claims_partially", "groundedness", "grounded_by",
+    "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
+]
+STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
+                "seconds", "notes"]
+POST_HOC_MODES = ("rag", "crag")  # answers checked after the fact when --groundedness is on
+
+
+def claim_checker(program, compiled_dir: str | Path | None):
+    """The ClaimChecker for post-hoc groundedness: the program's own one when it has one
+    (``crag`` mode: the compiled checker it does not run), else a new one carrying the
+    compiled ``checker.*`` prompts of ``compiled_dir/crag.json`` when that file exists."""
+    own = getattr(program, "checker", None)
+    if own is not None:
+        return own
+    checker = ClaimChecker()
+    state_file = Path(compiled_dir) / "crag.json" if compiled_dir else None
+    if state_file is not None and state_file.exists():
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        for name, predictor in checker.named_predictors():
+            if f"checker.{name}" in state:
+                predictor.load_state(state[f"checker.{name}"])
+    return checker
+
+
+def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dict]]:
+    """Ask ``program`` one question; never raises (an exception becomes the ``error`` field).
+
+    Args:
+        program: a module whose ``(question=...)`` call returns a ``CRAGResult``.
+        mode: ``closed``, ``rag``, ``crag`` or ``self-crag``.
+        row: an evaluation row (:func:`optimize.eval_data.load_set`).
+        checker: a ClaimChecker for post-hoc groundedness of ``rag``/``crag`` answers, or None
+            (no check: their groundedness columns stay empty).
+
+    Returns:
+        ``(result_row, step_rows)``: a dict with the keys ``CSV_COLUMNS`` (costs None after an
+        error; ``seconds`` the wall-clock time of the program call in s) and one dict per
+        trace step with the keys ``STEP_COLUMNS`` (none after an error).
+    """
+    out = {k: None for k in CSV_COLUMNS}
+    out.update(id=row["id"], question=row["question"], relation=row["relation"], mode=mode, answer="",
+               correct=False, action="", expected_action=row["expected_action"] or "", fallback=False,
+               escalated=False, abstained=False, error="", grounded_by="", gold=json.dumps(row["gold"]),
+               answerable=bool(row.get("answerable", True)))
+    steps: list[dict] = []
+    t0 = time.perf_counter()
+    try:
+        res = program(question=row["question"])
+    except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["seconds"] = round(time.perf_counter() - t0, 3)
+        return out, steps
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    action = getattr(res, "action", None)
+    trace = getattr(res, "trace", None)
+    out.update(
+        answer=str(getattr(res, "answer", "") or ""),
+        action=(getattr(action, "value", action) or "") if action is not None else "",
+        confidence=getattr(res, "confidence", None),
+        fallback=bool(getattr(res, "fallback", False)),
+        escalated=bool(getattr(res, "escalated", False)),
+        lm_calls=getattr(trace, "lm_calls", None),
+        prompt_tokens=getattr(trace, "prompt_tokens", None),
+        completion_tokens=getattr(trace, "completion_tokens", None),
+    )
+    out["correct"] = is_correct(row, out["answer"], out["fallback"])
+    out["abstained"] = abstained(out["answer"], out["fallback"])
+    for i, s in enumerate(getattr(trace, "steps", None) or []):
+        steps.append({"id": row["id"], "mode": mode, "step_index": i, "step": s.step, "lm_calls": s.lm_calls,
+                      "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+                      "seconds": s.seconds, "notes": s.notes})
+    out.update(_groundedness(mode, res, checker))
+    return out, steps
+
+
+def _groundedness(mode: str, res, checker) -> dict:
+    # Abstentions have no claims and closed-book answers no strips: nothing to measure.
+    if mode == "closed" or res.fallback:
+        return {}
+    if mode == "self-crag":
+        claims, by, cost = [c for c in res.claims if c.kept], "self-check", None
+    elif checker is not None and mode in POST_HOC_MODES:
+        trace = Trace()
+        try:
+            with step(trace, "groundedness-check"):
+                claims = checker(question=res.question, answer=res.answer, strips=list(res.strips))
+        except Exception as exc:  # noqa: BLE001 - a failed check leaves groundedness empty
+            return {"grounded_by": f"check failed: {type(exc).__name__}: {exc}"}
+        by, cost = "post-hoc", trace.steps[0]
+    else:
+        return {}
+    fully = sum(1 for c in claims if c.support == "fully")
+    partially = sum(1 for c in claims if c.support == "partially")
+    out = {"claims": len(claims), "claims_fully": fully, "claims_partially": partially, "grounded_by": by,
+           "groundedness": round(fully / len(claims), 4) if claims else None}
+    if cost is not None:
+        out.update(check_lm_calls=cost.lm_calls, check_prompt_tokens=cost.prompt_tokens,
+                   check_completion_tokens=cost.completion_tokens, check_seconds=cost.seconds)
+    return out

@@ -1,0 +1,196 @@
+"""Summaries of an evaluation run, read back from its CSVs, and their Markdown tables.
+
+Rates are percentages in [0, 100] rounded to 0.1; None where undefined (no question to
+count). Costs are per question: medians and 90th percentiles (linear interpolation).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from optimize.eval_data import abstained
+from optimize.metrics import median, percentile
+from optimize.record import CSV_COLUMNS, STEP_COLUMNS
+
+ACTIONS = ("correct", "ambiguous", "incorrect")
+_BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")
+_NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "seconds", "claims", "claims_fully",
+        "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens", "check_completion_tokens",
+        "check_seconds")
+_COST = ("lm_calls", "prompt_tokens", "completion_tokens", "tokens", "seconds")
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """``results.csv`` as a DataFrame, one row per (mode, id): the last row wins (a resumed run
+    may have re-asked a question that failed). Booleans are bool, numbers float (NaN when
+    empty), text str; columns missing from an older file are added empty."""
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in CSV_COLUMNS:
+        if col not in df:
+            df[col] = ""
+    # Empty in an older file: its questions were all answerable (PopQA); abstention follows from the answer.
+    answerable = df["answerable"].ne("False")
+    derived = [abstained(a, f == "True") for a, f in zip(df["answer"], df["fallback"])]
+    missing = df["abstained"].eq("")
+    for col in _BOOL:
+        df[col] = df[col].eq("True")
+    df["answerable"] = answerable
+    df.loc[missing, "abstained"] = pd.Series(derived, index=df.index, dtype=bool)[missing]
+    for col in _NUM:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df.drop_duplicates(["mode", "id"], keep="last").reset_index(drop=True)
+
+
+def read_steps(path: str | Path) -> pd.DataFrame:
+    """``steps.csv`` as a DataFrame (numbers float), one row per (mode, id, step_index), last wins;
+    an empty frame with ``STEP_COLUMNS`` when the file does not exist."""
+    if not Path(path).exists():
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in ("step_index", "lm_calls", "prompt_tokens", "completion_tokens", "seconds"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df.drop_duplicates(["mode", "id", "step_index"], keep="last").reset_index(drop=True)
+
+
+def only_pairs(df: pd.DataFrame, pairs: set[tuple[str, str]]) -> pd.DataFrame:
+    """The rows of ``df`` whose (mode, id) is in ``pairs``."""
+    keep = [p in pairs for p in zip(df["mode"], df["id"])]
+    return df.loc[pd.Series(keep, index=df.index, dtype=bool)]
+
+
+def _pct(flags: pd.Series) -> float | None:
+    return None if flags.empty else round(100 * float(flags.mean()), 1)
+
+
+def _clean(v):
+    """A plain, JSON-ready number: int when integral, else float; None for NaN."""
+    if v is None or pd.isna(v):
+        return None
+    v = float(v)
+    return int(v) if v.is_integer() else round(v, 3)
+
+
+def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected: bool = False) -> dict:
+    """Figures for one mode's rows (``read_results``) and step rows (``read_steps``).
+
+    Returns:
+        ``n``, ``errors``, ``accuracy`` (errors count as wrong), ``actions`` (counts, or None
+        without an evaluator), ``correction_rate`` (graded questions routed to incorrect or
+        ambiguous), ``escalation_rate`` (graded questions whose CORRECT route fell through to
+        the web), ``fallback_rate``, ``abstention_answerable`` / ``abstention_unanswerable``
+        (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
+        claims of non-abstaining answers fully / partially supported; None without claims),
+        ``claims_checked``, ``grounded_by`` (``self-check``, ``post-hoc`` or None),
+        ``median_*`` and ``p90_*`` of ``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
+        ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``
+        (totals of the post-hoc check, outside the mode's cost), ``steps`` (per step: ``ran``
+        = questions it ran for, ``mean_lm_calls``, ``mean_prompt_tokens``,
+        ``mean_completion_tokens``, ``mean_seconds`` per answered question), and with
+        ``with_expected`` ``action_accuracy`` and ``confusion`` ({expected: {predicted: count}}
+        over graded rows with a label).
+    """
+    ok = df[df["error"] == ""]
+    graded = ok[ok["action"] != ""]
+    ok = ok.assign(tokens=ok["prompt_tokens"].fillna(0) + ok["completion_tokens"].fillna(0))
+    ok.loc[ok["prompt_tokens"].isna() & ok["completion_tokens"].isna(), "tokens"] = float("nan")
+    claimed = ok[ok["claims"].fillna(0) > 0]
+    n_claims = claimed["claims"].sum()
+    by = sorted(set(claimed["grounded_by"]) - {""})
+    s = {
+        "n": len(df), "errors": len(df) - len(ok),
+        "accuracy": _pct(df["correct"]),
+        "actions": {a: int((graded["action"] == a).sum()) for a in ACTIONS} if len(graded) else None,
+        "correction_rate": _pct(graded["action"].isin(["incorrect", "ambiguous"])),
+        "escalation_rate": _pct(graded["escalated"]),
+        "fallback_rate": _pct(ok["fallback"]),
+        "abstention_answerable": _pct(ok.loc[ok["answerable"], "abstained"]),
+        "abstention_unanswerable": _pct(ok.loc[~ok["answerable"], "abstained"]),
+        "groundedness": round(100 * claimed["claims_fully"].sum() / n_claims, 1) if n_claims else None,
+        "groundedness_partial": round(100 * claimed["claims_partially"].sum() / n_claims, 1) if n_claims else None,
+        "claims_checked": int(n_claims),
+        "grounded_by": "+".join(by) or None,
+    }
+    for col in _COST:
+        s[f"median_{col}"] = _clean(median(ok[col].tolist()))
+        s[f"p90_{col}"] = _clean(percentile(ok[col].tolist(), 90))
+    s["check_lm_calls"] = _clean(ok["check_lm_calls"].sum()) if ok["check_lm_calls"].notna().any() else None
+    s["check_seconds"] = _clean(ok["check_seconds"].sum()) if ok["check_seconds"].notna().any() else None
+    s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
+    if with_expected:
+        labeled = graded[graded["expected_action"] != ""]
+        s["action_accuracy"] = _pct(labeled["action"] == labeled["expected_action"])
+        s["confusion"] = {e: {p: int(((labeled["expected_action"] == e) & (labeled["action"] == p)).sum())
+                              for p in ACTIONS} for e in ACTIONS} if len(labeled) else None
+    return s
+
+
+def _steps(steps: pd.DataFrame, answered: int) -> dict:
+    if steps.empty or not answered:
+        return {}
+    out = {}
+    order = steps.groupby("step")["step_index"].mean().sort_values(kind="stable").index  # the flow's order
+    for name in order:
+        g = steps[steps["step"] == name]
+        out[name] = {"ran": int(g["id"].nunique())}
+        for col in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds"):
+            out[name][f"mean_{col}"] = round(float(g[col].sum()) / answered, 3)
+    return out
+
+
+def summarize_run(results: pd.DataFrame, steps: pd.DataFrame, with_expected: bool = False) -> dict[str, dict]:
+    """``summarize`` per mode, in the order the modes first appear in ``results``."""
+    return {mode: summarize(results[results["mode"] == mode], steps[steps["mode"] == mode], with_expected)
+            for mode in results["mode"].unique()}
+
+
+def _fmt(v, suffix: str = "") -> str:
+    return "-" if v is None else (f"{v:g}{suffix}" if isinstance(v, float) else f"{v}{suffix}")
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def markdown_table(summary: dict[str, dict]) -> str:
+    """A Markdown pipe table, one row per mode (no ``tabulate`` dependency)."""
+    with_aa = any("action_accuracy" in s for s in summary.values())
+    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "escalated", "fallback",
+            "grounded (partly)", "abstain ans./unans.", "med LM calls", "p90 LM calls", "med tokens",
+            "med s/question", "p90 s/question"] + (["action acc."] if with_aa else [])
+    rows = []
+    for mode, s in summary.items():
+        if "n" not in s:
+            rows.append([mode, f"build failed: {s.get('build_error')}"])
+            continue
+        acts = "/".join(str(s["actions"][a]) for a in ACTIONS) if s["actions"] else "-"
+        grounded = "-" if s["groundedness"] is None else \
+            f"{_fmt(s['groundedness'], ' %')} ({_fmt(s['groundedness_partial'], ' %')})"
+        rows.append([mode, _fmt(s["n"]), _fmt(s["errors"]), _fmt(s["accuracy"], " %"), acts,
+                     _fmt(s["correction_rate"], " %"), _fmt(s["escalation_rate"], " %"),
+                     _fmt(s["fallback_rate"], " %"), grounded,
+                     f"{_fmt(s['abstention_answerable'], ' %')} / {_fmt(s['abstention_unanswerable'], ' %')}",
+                     _fmt(s["median_lm_calls"]), _fmt(s["p90_lm_calls"]), _fmt(s["median_tokens"]),
+                     _fmt(s["median_seconds"]), _fmt(s["p90_seconds"])]
+                    + ([_fmt(s.get("action_accuracy"), " %")] if with_aa else []))
+    return _table(head, rows)
+
+
+def steps_table(summary: dict[str, dict], modes: tuple[str, ...] = ("crag", "self-crag")) -> str:
+    """Mean cost per answered question, by step, for ``modes`` ("" when none has steps)."""
+    rows = [[mode, name, str(c["ran"]), _fmt(c["mean_lm_calls"]), _fmt(c["mean_prompt_tokens"]),
+             _fmt(c["mean_completion_tokens"]), _fmt(c["mean_seconds"])]
+            for mode, s in summary.items() if mode in modes for name, c in (s.get("steps") or {}).items()]
+    if not rows:
+        return ""
+    return _table(["mode", "step", "ran for", "mean LM calls", "mean prompt tok.", "mean completion tok.",
+                   "mean s"], rows)
+
+
+def confusion_table(mode: str, confusion: dict) -> str:
+    """The evaluator's confusion matrix as Markdown: rows expected, columns predicted."""
+    rows = [[e] + [str(confusion[e][p]) for p in ACTIONS] for e in ACTIONS]
+    return f"evaluator confusion, {mode} (rows expected, columns predicted):\n\n" + \
+        _table(["expected \\ predicted", *ACTIONS], rows)

@@ -1,0 +1,301 @@
+"""``python -m optimize.evaluate`` over the real modes (closed, rag, crag, self-crag) on the fake LM.
+
+Four labeled adversarial-style rows, each with its own passages and web pages, so that the
+evaluator routes them to every action and the figures of the summary can be worked out by
+hand: accuracy, groundedness, correction rate, the confusion matrix, abstention, p90, steps.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from optimize import eval_data, evaluate
+from optimize.metrics import percentile
+from optimize.report import read_results, summarize
+from program.baselines import ClosedBook, VanillaRAG
+from program.crag import CRAG
+from program.types import Passage
+from signatures import GenerateAnswer, RewriteQuery
+from tests.conftest import FOUNDING, generate
+
+OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
+PAGE = "Rockets are fun to watch on a clear night. " + FOUNDING
+Q1, Q2, Q3, Q4 = ("Who founded Acme Rockets?", "Who started Acme?", "Where is Acme based?",
+                  "What is Acme's stock ticker?")
+ROWS = [  # expected actions: q3 is labeled correct but routes ambiguous (one confusion)
+    {"id": "q1", "question": Q1, "expected_action": "correct", "answerable": True, "gold_answers": ["Jane Roe"]},
+    {"id": "q2", "question": Q2, "expected_action": "incorrect", "answerable": True, "gold_answers": ["Jane Roe"]},
+    {"id": "q3", "question": Q3, "expected_action": "correct", "answerable": True, "gold_answers": ["Ohio"]},
+    {"id": "q4", "question": Q4, "expected_action": "incorrect", "answerable": False, "gold_answers": []},
+]
+KB = {Q1: [FOUNDING + " It builds small sounding rockets for university teams.", OFF_TOPIC],
+      Q2: [OFF_TOPIC, "Bananas are yellow."],
+      Q3: ["Acme Rockets builds small rockets in Ohio.", OFF_TOPIC],
+      Q4: [OFF_TOPIC]}
+WEB = {Q2: [("https://example.org/acme", PAGE)], Q3: [("https://example.org/acme", PAGE)]}
+
+
+class QuestionKB:
+    """Passages chosen by the question asked."""
+
+    def search(self, query, k=3):
+        return [Passage(id=f"{query[:8]}-{i}#0", text=t, score=0.5) for i, t in enumerate(KB[query][:k])]
+
+
+class QuestionWeb:
+    """Pages chosen by the search query (RewriteQuery echoes the question); none for Q4."""
+
+    name = "question-web"
+
+    def search(self, query, k=3):
+        from program.web.base import SearchHit
+
+        return [SearchHit(url=u, title=u, snippet=t[:80], content=t) for u, t in WEB.get(query, [])[:k]]
+
+
+def generate_with_invention(inputs):
+    """The default generator, plus an unsupported sentence for Q2 (the strict retry drops it)."""
+    out = generate(inputs)
+    if inputs["question"] == Q2 and "Jane Roe" in out["answer"]:
+        out["answer"] += " It was founded on Mars [1]."
+    return out
+
+
+@pytest.fixture
+def run_eval(fake_lm, monkeypatch, tmp_path):
+    """Patch the factory, the LM and the set; returns ``run(*args) -> (code, out_dir)`` and call counts."""
+    fake_lm.rules[RewriteQuery] = lambda i: {"query": i["question"]}
+    fake_lm.rules[GenerateAnswer] = generate_with_invention
+    calls: list[tuple[str, str]] = []
+
+    def counting(program, mode):
+        original = program.forward
+
+        def forward(question):
+            calls.append((mode, question))
+            if (mode, question) == run.interrupt_at:
+                raise KeyboardInterrupt
+            return original(question)
+        program.forward = forward
+        return program
+
+    def build_program(mode, *, compiled_dir=None, knowledge_base=None):
+        if mode == "closed":
+            return counting(ClosedBook(), mode)
+        if mode == "rag":
+            return counting(VanillaRAG(QuestionKB(), k=2), mode)
+        return counting(CRAG(QuestionKB(), web=QuestionWeb(), k=2, self_check=mode == "self-crag"), mode)
+
+    monkeypatch.setattr("program.factory.build_program", build_program)
+    monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.resources.knowledge_base", lambda *a, **k: None)
+    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: (lambda kind, split: ROWS))
+
+    def run(*args, out="run"):
+        code = evaluate.main(["--set", "adversarial", "--compiled", "none", "--out", str(tmp_path / out), *args])
+        return code, tmp_path / out
+
+    run.calls, run.interrupt_at = calls, None
+    return run
+
+
+def _csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_all_modes_figures(run_eval, capsys):
+    code, out = run_eval("--modes", "closed,rag,crag,self-crag")
+    assert code == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert {"set", "split", "model", "groundedness", "threads", "resume", "skipped", "n_questions", "csv",
+            "steps_csv", "plot", "modes"} <= set(s)
+    closed, rag, crag, self_crag = (s["modes"][m] for m in ("closed", "rag", "crag", "self-crag"))
+
+    # accuracy: closed says "Jane Roe" to everything; rag finds the founder only in q1's passages;
+    # crag answers q1-q3 with Jane Roe (q3 asked for Ohio) and abstains on the unanswerable q4.
+    assert (closed["accuracy"], rag["accuracy"], crag["accuracy"], self_crag["accuracy"]) == (50.0, 25.0, 75.0, 75.0)
+    # routing: q1 correct, q2 incorrect, q3 ambiguous, q4 incorrect
+    assert crag["actions"] == {"correct": 1, "ambiguous": 1, "incorrect": 2}
+    assert crag["correction_rate"] == 75.0 and rag["correction_rate"] is None
+    assert crag["action_accuracy"] == 75.0
+    assert crag["confusion"] == {"correct": {"correct": 1, "ambiguous": 1, "incorrect": 0},
+                                 "ambiguous": {"correct": 0, "ambiguous": 0, "incorrect": 0},
+                                 "incorrect": {"correct": 0, "ambiguous": 0, "incorrect": 2}}
+    assert rag["confusion"] is None
+    # abstention: only crag's fallback on q4
+    assert (crag["abstention_answerable"], crag["abstention_unanswerable"]) == (0.0, 100.0)
+    assert (rag["abstention_answerable"], rag["abstention_unanswerable"]) == (0.0, 0.0)
+    # groundedness: crag q2 carries an invented claim (3 of 4 claims fully supported), checked post hoc;
+    # self-crag's retry dropped it; rag's "I don't know." answers have no claims; closed has no strips.
+    assert (crag["groundedness"], crag["claims_checked"], crag["grounded_by"]) == (75.0, 4, "post-hoc")
+    assert crag["groundedness_partial"] == 0.0
+    assert (self_crag["groundedness"], self_crag["claims_checked"], self_crag["grounded_by"]) == (100.0, 3, "self-check")
+    assert (rag["groundedness"], rag["claims_checked"]) == (100.0, 1)
+    assert closed["groundedness"] is None and closed["grounded_by"] is None
+    assert crag["check_lm_calls"] == 2  # q2: ExtractClaims + CheckClaimSupport for the invented claim
+    assert self_crag["check_lm_calls"] is None
+
+    rows = _csv(out / "results.csv")
+    by = {(r["mode"], r["id"]): r for r in rows}
+    assert list(rows[0]) == evaluate.CSV_COLUMNS
+    assert by[("crag", "q2")]["groundedness"] == "0.5" and by[("crag", "q2")]["check_lm_calls"] == "2"
+    assert by[("crag", "q4")]["abstained"] == "True" and by[("crag", "q4")]["claims"] == ""
+    assert by[("self-crag", "q2")]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    # the post-hoc check is outside the mode's cost: crag's q2 costs what self-crag's does before its check
+    crag_calls = [int(by[("crag", q)]["lm_calls"]) for q in ("q1", "q2", "q3", "q4")]
+    assert crag["median_lm_calls"] == float(np.median(crag_calls))
+    assert crag["p90_lm_calls"] == pytest.approx(float(np.percentile(crag_calls, 90)))
+    assert closed["median_lm_calls"] == 1 and closed["p90_lm_calls"] == 1
+
+    steps = _csv(out / "steps.csv")
+    assert list(steps[0]) == evaluate.STEP_COLUMNS
+    for (mode, qid), r in by.items():  # the step rows add up to the question's cost
+        mine = [x for x in steps if x["mode"] == mode and x["id"] == qid]
+        assert sum(int(x["lm_calls"]) for x in mine) == int(r["lm_calls"])
+        assert sum(int(x["prompt_tokens"]) for x in mine) == int(r["prompt_tokens"])
+    assert [x["step"] for x in steps if x["mode"] == "crag" and x["id"] == "q1"] == \
+        ["retrieve", "evaluate", "refine-internal", "generate"]
+    assert [x["step"] for x in steps if x["mode"] == "self-crag" and x["id"] == "q2"] == \
+        ["retrieve", "evaluate", "web-search", "refine-web", "generate", "self-check", "generate-strict",
+         "self-check-retry"]
+    ev = crag["steps"]["evaluate"]
+    assert ev["ran"] == 4 and ev["mean_lm_calls"] == pytest.approx((2 + 2 + 2 + 1) / 4)  # k=2; q4 has one passage
+    assert crag["steps"]["web-search"]["ran"] == 3
+    assert sum(c["mean_lm_calls"] for c in crag["steps"].values()) == pytest.approx(sum(crag_calls) / 4)
+
+    png = out / "accuracy_vs_cost.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and s["plot"] == str(png)
+    printed = capsys.readouterr().out
+    assert "| crag | 4 | 0 | 75 % | 1/1/2 | 75 % |" in printed
+    assert "evaluator confusion, crag" in printed and "| correct | 1 | 1 | 0 |" in printed
+    assert "| self-crag | generate-strict |" in printed
+
+
+def test_groundedness_off_and_threads(run_eval):
+    code, one = run_eval("--modes", "rag,crag", "--groundedness", "off", out="one")
+    code2, two = run_eval("--modes", "rag,crag", "--threads", "3", out="two")
+    assert code == code2 == 0
+    s1 = json.loads((one / "summary.json").read_text())
+    s2 = json.loads((two / "summary.json").read_text())
+    assert s1["modes"]["crag"]["groundedness"] is None and s1["modes"]["crag"]["check_lm_calls"] is None
+    assert s2["threads"] == 3 and s2["modes"]["crag"]["groundedness"] == 75.0
+    # each question's cost is its own even when questions run at once (one LM copy per question)
+    key = lambda r: (r["mode"], r["id"])  # noqa: E731
+    a = {key(r): (r["lm_calls"], r["prompt_tokens"], r["action"], r["answer"]) for r in _csv(one / "results.csv")}
+    b = {key(r): (r["lm_calls"], r["prompt_tokens"], r["action"], r["answer"]) for r in _csv(two / "results.csv")}
+    assert a == b and len(a) == 8
+
+
+def test_resume_skips_done_questions(run_eval):
+    code, out = run_eval("--modes", "closed,crag", "--limit", "2")
+    assert code == 0 and len(run_eval.calls) == 4
+    run_eval.calls.clear()
+    code, out = run_eval("--modes", "closed,crag", "--resume")
+    assert code == 0
+    assert sorted(run_eval.calls) == sorted((m, q) for m in ("closed", "crag") for q in (Q3, Q4))
+    s = json.loads((out / "summary.json").read_text())
+    assert s["skipped"] == 4 and s["modes"]["crag"]["n"] == 4 and s["modes"]["crag"]["accuracy"] == 75.0
+    assert len(_csv(out / "results.csv")) == 8
+    assert len({(r["mode"], r["id"], r["step_index"]) for r in _csv(out / "steps.csv")}) == len(_csv(out / "steps.csv"))
+    run_eval.calls.clear()
+    code, _ = run_eval("--modes", "closed,crag", "--resume")
+    assert code == 0 and run_eval.calls == []
+
+
+def test_interrupt_writes_the_summary_and_resume_finishes(run_eval):
+    run_eval.interrupt_at = ("crag", Q3)
+    code, out = run_eval("--modes", "closed,crag")
+    assert code == 130
+    s = json.loads((out / "summary.json").read_text())
+    assert s["modes"]["closed"]["n"] == 4 and s["modes"]["crag"]["n"] == 2
+    run_eval.interrupt_at = None
+    run_eval.calls.clear()
+    code, out = run_eval("--modes", "closed,crag", "--resume")
+    assert code == 0 and run_eval.calls == [("crag", Q3), ("crag", Q4)]
+    assert json.loads((out / "summary.json").read_text())["modes"]["crag"]["accuracy"] == 75.0
+
+
+def test_embedded_model_runs_one_question_at_a_time(run_eval, fake_lm, capsys):
+    fake_lm.model = "local/embedded-0.5b"
+    code, out = run_eval("--modes", "closed", "--threads", "4")
+    assert code == 0 and json.loads((out / "summary.json").read_text())["threads"] == 1
+    assert "--threads set to 1" in capsys.readouterr().err
+
+
+def test_resume_upgrades_an_older_results_csv(run_eval, tmp_path):
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "results.csv").write_text(
+        "id,question,relation,mode,answer,correct,action,expected_action,confidence,fallback,"
+        "escalated,lm_calls,prompt_tokens,completion_tokens,seconds,error,gold\n"
+        f"q1,{Q1},,closed,Jane Roe,True,,correct,,False,False,1,100,10,2.0,,[]\n")
+    code, _ = run_eval("--modes", "closed", "--resume", out="old")
+    assert code == 0 and ("closed", Q1) not in run_eval.calls and len(run_eval.calls) == 3
+    rows = _csv(out / "results.csv")
+    assert list(rows[0]) == evaluate.CSV_COLUMNS and [r["id"] for r in rows] == ["q1", "q2", "q3", "q4"]
+    assert rows[0]["prompt_tokens"] == "100" and rows[0]["claims"] == ""
+
+
+def test_resume_needs_a_folder():
+    with pytest.raises(SystemExit) as exc:
+        evaluate.parse_args(["--resume"])
+    assert exc.value.code == 2
+
+
+def test_out_folder_names():
+    import datetime as dt
+
+    now = dt.datetime(2026, 3, 4, 5, 6, 7)
+    assert str(evaluate.out_folder(evaluate.parse_args(["--set", "popqa"]), now)) == "results/2026-03-04-050607-popqa"
+    assert str(evaluate.out_folder(evaluate.parse_args(["--name", "base"]), now)) == "results/2026-03-04-base"
+    assert str(evaluate.out_folder(evaluate.parse_args(["--out", "x/y"]), now)) == "x/y"
+
+
+def test_percentile():
+    xs = list(range(1, 11))
+    assert percentile(xs, 90) == pytest.approx(9.1) == pytest.approx(float(np.percentile(xs, 90)))
+    assert percentile([None, 4.0], 90) == 4.0 and percentile([], 90) is None
+    with pytest.raises(ValueError):
+        percentile(xs, 101)
+
+
+def test_summary_of_an_older_csv(tmp_path):
+    """A results.csv from before the groundedness columns still summarises (PopQA: all answerable)."""
+    path = tmp_path / "results.csv"
+    path.write_text("id,question,relation,mode,answer,correct,action,expected_action,confidence,fallback,"
+                    "escalated,lm_calls,prompt_tokens,completion_tokens,seconds,error,gold\n"
+                    "a,q,r,crag,x,True,correct,,1.0,False,False,4,100,10,2.0,,[]\n"
+                    "b,q,r,crag,y,False,incorrect,,0.0,True,False,6,200,20,4.0,,[]\n")
+    s = summarize(read_results(path))
+    assert s["accuracy"] == 50.0 and s["correction_rate"] == 50.0
+    assert s["abstention_answerable"] == 50.0 and s["abstention_unanswerable"] is None
+    assert s["median_tokens"] == 165 and s["p90_seconds"] == pytest.approx(3.8)
+
+
+def test_post_hoc_checker_uses_the_compiled_prompts(tmp_path):
+    from optimize.record import claim_checker
+    from program.selfcheck import ClaimChecker
+
+    state = ClaimChecker().support.dump_state()
+    state["signature"]["instructions"] = "Compiled support instructions."
+    (tmp_path / "crag.json").write_text(json.dumps({"checker.support": state}))
+    checker = claim_checker(object(), tmp_path)
+    assert checker.support.signature.instructions == "Compiled support instructions."
+    own = ClaimChecker()
+    assert claim_checker(type("P", (), {"checker": own})(), tmp_path) is own
+
+
+def test_a_mode_that_cannot_be_built(run_eval, monkeypatch):
+    def broken(mode, **kwargs):
+        raise RuntimeError("no index")
+
+    monkeypatch.setattr("program.factory.build_program", broken)
+    code, out = run_eval("--modes", "rag")
+    assert code == 1
+    s = json.loads((out / "summary.json").read_text())
+    assert s["modes"] == {"rag": {"build_error": "RuntimeError: no index"}} and s["plot"] is None
