@@ -8,12 +8,12 @@ Descriptions carry ``<strong>`` markup, removed here. A query with no web result
 from __future__ import annotations
 
 from program.web.base import SearchHit, WebSearchError
-from program.web.config import WebConfig
 from program.web.extract import plain_text
-from program.web.transport import make_session, request_json, require_key
+from program.web.keyed import KeyedBackend
+from program.web.transport import request_json
 
 
-class BraveBackend:
+class BraveBackend(KeyedBackend):
     """Search with the Brave Search API.
 
     Args:
@@ -28,16 +28,10 @@ class BraveBackend:
     """
 
     name = "brave"
+    key_variable = "BRAVE_API_KEY"
 
-    def __init__(self, config: WebConfig | None = None, session=None):
-        self.config = config or WebConfig.from_env(backend="brave")
-        self.key = require_key(self.name, self.config.brave_api_key, "BRAVE_API_KEY")
-        self.session = session or make_session(self.config)
-
-    def search(self, query: str, k: int = 3) -> list[SearchHit]:
+    def _search(self, query: str, k: int) -> list[SearchHit]:
         """At most ``k`` web hits, best first, with Brave's description as the snippet."""
-        if k <= 0 or not query.strip():
-            return []
         data = request_json(self.session, self.name, "GET", self.config.brave_url, timeout=self.config.timeout,
                             params={"q": query, "count": k},
                             headers={"X-Subscription-Token": self.key, "Accept": "application/json"},

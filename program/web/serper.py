@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 from program.web.base import SearchHit
-from program.web.config import WebConfig
 from program.web.extract import plain_text
-from program.web.transport import make_session, request_json, require_key, require_list
+from program.web.keyed import KeyedBackend
+from program.web.transport import request_json, require_list
 
 
-class SerperBackend:
+class SerperBackend(KeyedBackend):
     """Search Google through Serper.
 
     Args:
@@ -27,16 +27,10 @@ class SerperBackend:
     """
 
     name = "serper"
+    key_variable = "SERPER_API_KEY"
 
-    def __init__(self, config: WebConfig | None = None, session=None):
-        self.config = config or WebConfig.from_env(backend="serper")
-        self.key = require_key(self.name, self.config.serper_api_key, "SERPER_API_KEY")
-        self.session = session or make_session(self.config)
-
-    def search(self, query: str, k: int = 3) -> list[SearchHit]:
+    def _search(self, query: str, k: int) -> list[SearchHit]:
         """At most ``k`` organic hits, best first, with Google's snippet."""
-        if k <= 0 or not query.strip():
-            return []
         data = request_json(self.session, self.name, "POST", self.config.serper_url, timeout=self.config.timeout,
                             json={"q": query, "num": k}, headers={"X-API-KEY": self.key},
                             hint="check network access to google.serper.dev",

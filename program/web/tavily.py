@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 from program.web.base import SearchHit
-from program.web.config import WebConfig
 from program.web.extract import plain_text
-from program.web.transport import make_session, request_json, require_key, require_list
+from program.web.keyed import KeyedBackend
+from program.web.transport import request_json, require_list
 
 
-class TavilyBackend:
+class TavilyBackend(KeyedBackend):
     """Search with Tavily.
 
     Args:
@@ -28,16 +28,10 @@ class TavilyBackend:
     """
 
     name = "tavily"
+    key_variable = "TAVILY_API_KEY"
 
-    def __init__(self, config: WebConfig | None = None, session=None):
-        self.config = config or WebConfig.from_env(backend="tavily")
-        self.key = require_key(self.name, self.config.tavily_api_key, "TAVILY_API_KEY")
-        self.session = session or make_session(self.config)
-
-    def search(self, query: str, k: int = 3) -> list[SearchHit]:
+    def _search(self, query: str, k: int) -> list[SearchHit]:
         """At most ``k`` hits, best first, with Tavily's ``content`` as the snippet."""
-        if k <= 0 or not query.strip():
-            return []
         data = request_json(self.session, self.name, "POST", self.config.tavily_url, timeout=self.config.timeout,
                             json={"query": query, "max_results": k, "search_depth": "basic"},
                             headers={"Authorization": f"Bearer {self.key}"},
