@@ -47,6 +47,16 @@ def has_compiled(directory: str | Path = COMPILED_DIR) -> bool:
     return (Path(directory) / STATE_FILE).exists() and (Path(directory) / MANIFEST_FILE).exists()
 
 
+def _load_state(program, path: Path) -> None:
+    """Load the saved state into ``program``; predictors the state lacks keep their own."""
+    saved = json.loads(path.read_text())
+    own = {name: param.dump_state() for name, param in program.named_parameters() if name not in saved}
+    if not own:
+        program.load(str(path))  # DSPy's own loader also warns about dependency version changes
+        return
+    program.load_state({**own, **saved})
+
+
 def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="snapshot", embedder=None, **kwargs):
     """Build the CRAG program and load its compiled prompts and thresholds.
 
@@ -56,7 +66,10 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
             ``program.web.WebConfig``, or None (see ``program.resources.resolve_web``).
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
-        **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``...), overriding the manifest.
+        **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``, ``decide_retrieval``...),
+            overriding the manifest. A predictor that an option adds and the compiled state does
+            not hold (``decide_retrieval``'s, which the compile step does not compile) keeps its
+            uncompiled instructions.
 
     Returns:
         A ready ``program.crag.CRAG``.
@@ -76,7 +89,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     # Load the prompts before attaching the knowledge base, web and embedder: DSPy's load
     # deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
     program = CRAG(None, **settings)
-    program.load(str(directory / STATE_FILE))
+    _load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()

@@ -2,6 +2,8 @@
 
 ``forward`` follows the paper's algorithm: retrieve, evaluate, act (refine internal knowledge,
 search the web, or both), generate with citations, then check every claim and correct once.
+Optionally it first asks Self-RAG's "retrieve or not" question and answers closed-book when
+no retrieval is needed.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import dspy
 from program.cost import step
 from program.evaluator import RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator, citations_for
+from program.lm import CRITIQUE_CONFIG
 from program.refine import KnowledgeRefiner
 from program.selfcheck import ClaimChecker
 from program.types import FALLBACK_ANSWER, Action, Claim, CRAGResult, Passage, Strip, Trace
 from program.web_path import WebSearcher
+from signatures import AnswerClosedBook, DecideRetrieval
 
 MAX_QUESTION_CHARS = 2000
 
@@ -48,6 +52,12 @@ class CRAG(dspy.Module):
             and fallback); False answers from the refined strips as generated (the ``crag``
             evaluation mode; ``self-crag`` is True).
         web_k: web hits kept.
+        decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token, at temperature
+            0) whether the question needs sources at all; when it says no (greetings, thanks,
+            arithmetic, rewording text given in the question), answer closed-book with
+            ``AnswerClosedBook`` and retrieve nothing (``result.retrieval_skipped``, ``action``
+            None). Output it cannot parse means retrieve. Off by default; its two predictors
+            exist only when it is on, so the compiled state of the default program is unchanged.
 
     Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
     the answer is supported by the internal strips, the evaluator was wrong (often a passage
@@ -66,20 +76,35 @@ class CRAG(dspy.Module):
     """
 
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
-                 embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True):
+                 embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
+                 decide_retrieval: bool = False):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
         self.self_check = self_check
+        self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
+        self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
         self.evaluator = RetrievalEvaluator()
         self.refiner = KnowledgeRefiner(embedder)
         self.web_searcher = WebSearcher(web, k=web_k)
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker()
 
+    @property
+    def decide_retrieval(self) -> bool:
+        """True when ``forward`` first asks whether the question needs retrieval at all."""
+        return self.decider is not None
+
+    @property
+    def mode(self) -> str:
+        """The evaluation mode this program plays: ``self-crag`` with the claim check, else ``crag``."""
+        return "self-crag" if self.self_check else "crag"
+
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
         trace = Trace()
+        if self.decide_retrieval and not self._needs_retrieval(question, trace):
+            return self._answer_closed_book(question, trace)
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
         with step(trace, "evaluate"):
@@ -98,8 +123,7 @@ class CRAG(dspy.Module):
             escalated, strips = self._escalate(question, trace, "no internal strip survived refinement")
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
-                            grades=grades, strips=strips, trace=trace, escalated=escalated,
-                            mode="self-crag" if self.self_check else "crag")
+                            grades=grades, strips=strips, trace=trace, escalated=escalated, mode=self.mode)
         if not strips:
             trace.note("no relevant knowledge: honest fallback")
             result.fallback = True
@@ -113,6 +137,26 @@ class CRAG(dspy.Module):
                 result.fallback, result.strips = False, web_strips
                 result = self._answer_and_check(result)
         return result
+
+    def _needs_retrieval(self, question: str, trace: Trace) -> bool:
+        # Self-RAG's Retrieve token. Only a parsed "false" skips retrieval: skipping a question
+        # that needed sources costs an ungrounded answer, retrieving for chit-chat a few calls.
+        with step(trace, "decide-retrieval"):
+            try:
+                needed = self.decider(question=question, config=CRITIQUE_CONFIG).needs_retrieval
+            except Exception as exc:  # adapter parse failures surface as several exception types
+                needed = True
+                trace.note(f"decide-retrieval: unparseable output ({type(exc).__name__}); retrieving")
+        if needed is False:
+            trace.note("decide-retrieval: no retrieval needed; answering closed-book")
+            return False
+        return True
+
+    def _answer_closed_book(self, question: str, trace: Trace) -> CRAGResult:
+        with step(trace, "answer-closed-book"):
+            answer = str(self.closed_book(question=question).answer).strip()
+        return CRAGResult(question=question, answer=answer, action=None, trace=trace, retrieval_skipped=True,
+                          mode=self.mode)
 
     def _escalate(self, question: str, trace: Trace, why: str) -> tuple[bool, list[Strip]]:
         # The evaluator said CORRECT but the internal knowledge did not hold up: it was wrong

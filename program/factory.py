@@ -10,10 +10,11 @@ from program.compiled import COMPILED_DIR, has_compiled, load_compiled
 from program.crag import CRAG
 
 MODES = ("closed", "rag", "crag", "self-crag")
+CRAG_MODES = ("crag", "self-crag")  # the modes the retrieval decider applies to
 
 
 def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, knowledge_base=None,
-                  web="snapshot", **settings):
+                  web="snapshot", decide_retrieval: bool = False, **settings):
     """Return a module whose ``(question=...)`` call gives a ``CRAGResult``.
 
     ``web`` is a backend name (``snapshot``, ``searxng``, ``wikipedia``, ... ``none``), a
@@ -25,6 +26,9 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     (uncompiled signatures and default thresholds otherwise); ``rag`` shares the compiled
     answer generator, so the two modes differ only by CRAG's corrections.
 
+    ``decide_retrieval`` turns on Self-RAG's "retrieve or not" step (``DecideRetrieval``) in
+    ``crag`` and ``self-crag``; ``closed`` and ``rag`` ignore it.
+
     Raises:
         ValueError: unknown mode.
     """
@@ -33,11 +37,12 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     if mode == "closed":
         return ClosedBook()
     kb = knowledge_base if knowledge_base is not None else resources.knowledge_base()
+    settings["decide_retrieval"] = decide_retrieval and mode in CRAG_MODES
     if compiled_dir and has_compiled(compiled_dir):
         crag = load_compiled(compiled_dir, knowledge_base=kb, web=web, **settings)
     else:
         crag = CRAG(kb, web=resources.resolve_web(web), embedder=resources.embedder(), **settings)
-    if mode in ("crag", "self-crag"):
+    if mode in CRAG_MODES:
         crag.self_check = mode == "self-crag"
         return crag
     rag = VanillaRAG(kb, k=crag.k)

@@ -163,7 +163,9 @@ class CRAGResult:
     Attributes:
         question: the question as asked.
         answer: final answer text (``FALLBACK_ANSWER`` when the fallback fired).
-        action: the evaluator's action, or None for modes without an evaluator.
+        action: the evaluator's action, or None when no evaluator ran: the ``closed`` and ``rag``
+            modes, and a question the retrieval decider answered without retrieval
+            (``retrieval_skipped``; Self-RAG's Retrieve = no is not one of CRAG's actions).
         confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
         citations: the strips the answer cites, numbered as in the answer.
         grades: per-chunk grades with reasons.
@@ -173,6 +175,9 @@ class CRAGResult:
         retried: True when the stricter regeneration ran.
         escalated: True when a CORRECT route fell through to the web (no internal strip kept,
             or no claim supported by them).
+        retrieval_skipped: True when the retrieval decider (``CRAG(decide_retrieval=True)``,
+            ``DecideRetrieval``) judged that the question needs no sources, and the answer was
+            written closed-book (``AnswerClosedBook``): no grades, strips, claims or citations.
         trace: steps with LM calls, tokens and seconds, and notable events.
         mode: ``closed``, ``rag``, ``crag`` (no claim check) or ``self-crag`` (the whole program).
     """
@@ -188,6 +193,7 @@ class CRAGResult:
     fallback: bool = False
     retried: bool = False
     escalated: bool = False
+    retrieval_skipped: bool = False
     trace: Trace = field(default_factory=Trace)
     mode: str = "self-crag"
 

@@ -4,6 +4,7 @@ Docstrings are the instructions the optimizers start from (DESIGN.md, Layout).
 """
 
 from signatures.answering import AnswerClosedBook, GenerateAnswer, GenerateStrictAnswer
+from signatures.deciding import DecideRetrieval
 from signatures.grading import GradeRetrieval, StripRelevance
 from signatures.rewriting import RewriteQuery
 from signatures.support import CheckClaimSupport, ExtractClaims
@@ -11,6 +12,7 @@ from signatures.support import CheckClaimSupport, ExtractClaims
 __all__ = [
     "AnswerClosedBook",
     "CheckClaimSupport",
+    "DecideRetrieval",
     "ExtractClaims",
     "GenerateAnswer",
     "GenerateStrictAnswer",

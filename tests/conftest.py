@@ -14,6 +14,7 @@ from program.types import Passage  # noqa: E402
 from signatures import (  # noqa: E402
     AnswerClosedBook,
     CheckClaimSupport,
+    DecideRetrieval,
     ExtractClaims,
     GenerateAnswer,
     GenerateStrictAnswer,
@@ -83,6 +84,11 @@ def extract(inputs):
     return {"claims": [s for s in re.split(r"(?<=\.)\s+", inputs["answer"]) if s]}
 
 
+def decide(inputs):
+    """Greetings and thanks need no retrieval; everything else does."""
+    return {"needs_retrieval": re.match(r"(hi|hello|thanks|thank you)\b", inputs["question"], re.I) is None}
+
+
 def default_rules() -> dict:
     return {
         GradeRetrieval: grade,
@@ -93,6 +99,7 @@ def default_rules() -> dict:
         ExtractClaims: extract,
         CheckClaimSupport: support,
         AnswerClosedBook: lambda i: {"answer": "Acme Rockets was founded by Jane Roe."},
+        DecideRetrieval: decide,
     }
 
 
