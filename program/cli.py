@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="let the web path fetch loopback and private-network addresses (tests, self-hosted)")
     ask.add_argument("--compiled", default=None, help="compiled program folder (default: compiled/ when present)")
     ask.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
+    ask.add_argument("--decide-retrieval", action="store_true",
+                     help="first ask whether the question needs sources at all; greetings, arithmetic and "
+                          "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
     index.add_argument("path")
     index.add_argument("--out", help="index folder (default: in the cache folder)")
@@ -62,6 +66,8 @@ def _ask(args) -> int:
     configure_lm(args.model, args.api_base)
     kb = resources.knowledge_base(args.kb)
     settings = {"k": args.k} if args.k else {}
+    if args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes"):
+        settings["decide_retrieval"] = True
     compiled = Path(args.compiled) if args.compiled else COMPILED_DIR
     if has_compiled(compiled):
         program = load_compiled(compiled, knowledge_base=kb, web=web, **settings)
@@ -76,7 +82,10 @@ def _ask(args) -> int:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
     print(result.answer)
-    print(f"\naction: {result.action.value}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
+    if result.retrieval_skipped:
+        print("\nretrieval skipped: the question needs no sources; answered without them")
+    else:
+        print(f"\naction: {result.action.value}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
     for c in result.citations:
         print(f"[{c.number}] {c.source_id} {c.url}".rstrip())
     t = result.trace

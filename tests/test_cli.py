@@ -33,3 +33,24 @@ def test_ask_rejects_bad_questions_with_a_clear_error(question, message, capsys,
     monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["ask", question]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_ask_decide_retrieval_answers_a_greeting_without_sources(tmp_path, capsys, monkeypatch, fake_lm):
+    from program.compiled import save_compiled
+    from program.crag import CRAG
+    from signatures import AnswerClosedBook
+    from tests.conftest import FOUNDING, ListKnowledgeBase
+
+    kb = ListKnowledgeBase([FOUNDING])
+    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: kb)
+    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello! How can I help?"}
+    save_compiled(CRAG(None), {"lm": "fake"}, tmp_path)  # a compile without the decider
+    assert main(["ask", "Hi there!", "--compiled", str(tmp_path), "--web", "none", "--decide-retrieval"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Hello! How can I help?\n\nretrieval skipped:") and "LM calls: 2 " in out
+    assert kb.queries == []
+    monkeypatch.setenv("CRAG_DECIDE_RETRIEVAL", "1")
+    assert main(["ask", "Hi there!", "--compiled", str(tmp_path), "--web", "none", "--json"]) == 0
+    assert '"retrieval_skipped": true' in capsys.readouterr().out and kb.queries == []
