@@ -2,13 +2,16 @@
 
 On-disk layout of ``index_dir``:
 
-* ``index.faiss`` — ``faiss.IndexFlatIP`` over L2-normalised vectors (inner product = cosine).
+* ``index.faiss`` — over L2-normalised vectors (inner product = cosine): ``faiss.IndexFlatIP``
+  (default, exact) or ``faiss.IndexHNSWFlat`` (approximate); see :mod:`program.retrieval.faiss_index`.
 * ``chunks.jsonl`` — one :class:`Chunk` per line, row i = vector i.
 * ``manifest.json`` — format version, embedding model and dimensions, chunking parameters,
-  sha256 per source file, document and chunk counts, creation time (UTC ISO 8601).
+  index type and parameters (``"index"``; absent in older builds, meaning flat), sha256 per
+  source file, document and chunk counts, creation time (UTC ISO 8601).
 
 ``KnowledgeBase.build`` reuses a saved index (no embedding at all) when the manifest matches the
-current files, model and parameters; otherwise it rebuilds. Writes go to a temporary folder
+current files, model and parameters; when only the index spec differs it re-indexes the saved
+vectors (no embedding); otherwise it rebuilds. Writes go to a temporary folder
 beside ``index_dir`` that is then renamed into place, so a crash never leaves a half-written
 index (at worst the old index is gone and the next ``build`` rebuilds).
 
@@ -30,11 +33,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import faiss
-import numpy as np
 
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.types import Passage
 
 log = logging.getLogger(__name__)
@@ -108,15 +111,17 @@ class KnowledgeBase:
     @classmethod
     def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
               target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
-              force: bool = False) -> "KnowledgeBase":
+              force: bool = False, index: IndexSpec | str = "flat") -> "KnowledgeBase":
         """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
 
         Reuses the saved index without embedding when files (sha256), embedding model and
-        chunking parameters are unchanged, unless ``force``.
+        chunking parameters are unchanged, unless ``force``. ``index`` picks the faiss index: an
+        :class:`IndexSpec`, or ``"flat"`` (default, exact) / ``"hnsw"`` with default parameters.
+        If only the index spec differs from the saved one, the saved vectors are re-indexed.
 
         Raises:
             CorpusError: the corpus is missing, malformed or empty.
-            ValueError: invalid chunking parameters.
+            ValueError: invalid chunking parameters or index spec.
             EmbeddingError: the embedding model cannot be loaded.
         """
         source, index_dir = Path(source_path).resolve(), Path(index_dir).resolve()
@@ -124,6 +129,7 @@ class KnowledgeBase:
         chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens,
                     "overlap_tokens": overlap_tokens, "token_estimate": "ceil(whitespace_words*1.3)",
                     "embed_text": "title+heading+text"}
+        spec = IndexSpec.coerce(index)
         files = _fingerprint(source)
         expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,
                     "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
@@ -131,8 +137,10 @@ class KnowledgeBase:
             try:
                 kb = cls.load(index_dir, embedder=emb)
                 if all(kb.manifest.get(k) == v for k, v in expected.items()):
-                    log.info("reusing index %s (%d chunks)", index_dir, len(kb))
-                    return kb
+                    if IndexSpec.from_manifest(kb.manifest.get("index")) == spec:
+                        log.info("reusing index %s (%d chunks)", index_dir, len(kb))
+                        return kb
+                    return kb._reindex(spec)
                 log.info("index %s is stale; rebuilding", index_dir)
             except KnowledgeBaseError as exc:
                 log.warning("cannot reuse index %s (%s); rebuilding", index_dir, exc)
@@ -145,16 +153,25 @@ class KnowledgeBase:
         if vecs.shape != (len(chunks), emb.dimensions):
             raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
                                      f"expected {(len(chunks), emb.dimensions)}")
-        index = faiss.IndexFlatIP(emb.dimensions)
-        index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-        manifest = {**expected, "source_path": str(source), "documents": len(docs),
+        faiss_index = build_index(spec, vecs)
+        manifest = {**expected, "index": spec.to_manifest(), "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _write_atomic(index_dir, index, chunks, manifest)
-        log.info("built index %s: %d docs, %d chunks in %.1fs", index_dir, len(docs), len(chunks),
-                 manifest["build_seconds"])
-        return cls(index, chunks, manifest, index_dir, emb)
+        _write_atomic(index_dir, faiss_index, chunks, manifest)
+        log.info("built %s index %s: %d docs, %d chunks in %.1fs", spec.type, index_dir, len(docs),
+                 len(chunks), manifest["build_seconds"])
+        return cls(faiss_index, chunks, manifest, index_dir, emb)
+
+    def _reindex(self, spec: IndexSpec) -> "KnowledgeBase":
+        """A copy of this knowledge base under a new index spec, built from the saved vectors and
+        saved in place (chunks, files and embedding unchanged; ``reindexed`` time added)."""
+        log.info("re-indexing %s as %s (saved vectors, no embedding)", self.index_dir, spec.to_manifest())
+        faiss_index = build_index(spec, stored_vectors(self._index))
+        manifest = {**self.manifest, "index": spec.to_manifest(),
+                    "reindexed": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest)
+        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder)
 
     @classmethod
     def load(cls, index_dir: str | Path, embedder: Embedder | None = None) -> "KnowledgeBase":
@@ -167,7 +184,8 @@ class KnowledgeBase:
         Raises:
             IndexNotFoundError: the folder or one of its three files is missing.
             KnowledgeBaseError: unreadable files, unknown format version, counts or dimensions
-                that disagree, or an embedder whose model differs from the manifest's.
+                that disagree, an index type other than the manifest's, or an embedder whose
+                model differs from the manifest's.
         """
         index_dir = Path(index_dir)
         missing = [n for n in (MANIFEST_FILE, INDEX_FILE, CHUNKS_FILE) if not (index_dir / n).is_file()]
@@ -189,6 +207,14 @@ class KnowledgeBase:
             raise KnowledgeBaseError(
                 f"inconsistent index at {index_dir}: {index.ntotal} vectors of dimension {index.d}, "
                 f"{len(chunks)} chunks, manifest says {manifest.get('chunk_count')} of dimension {dims}")
+        try:
+            spec = IndexSpec.from_manifest(manifest.get("index"))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise KnowledgeBaseError(f"index at {index_dir} has a bad index entry in its manifest: {exc}") from exc
+        if spec_of(index) != spec.type:
+            raise KnowledgeBaseError(f"index at {index_dir} holds a {spec_of(index)} index, "
+                                     f"manifest says {spec.type}")
+        apply_search_params(index, spec)
         model = manifest["embedding"].get("model")
         if embedder is not None and (embedder.name != model or embedder.dimensions != dims):
             raise KnowledgeBaseError(f"index at {index_dir} was built with {model!r} ({dims}d), "
