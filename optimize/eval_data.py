@@ -39,7 +39,8 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
     Returns:
         Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
         row's ``category``/empty), ``gold`` (list[str]), ``expected_action`` (str or None),
-        ``answerable`` (bool; always True on PopQA).
+        ``answerable`` (bool; always True on PopQA), ``needs_retrieval`` (bool; False only for
+        the adversarial set's chit-chat rows).
 
     Raises:
         SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, or a split
@@ -50,7 +51,8 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
 
         return [
             {"id": q["id"], "question": q["question"], "relation": q["relation"] or "",
-             "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True}
+             "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True,
+             "needs_retrieval": True}
             for q in load_questions(limit=limit, seed=seed)
         ]
     if name == "adversarial":
@@ -69,6 +71,7 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
             "relation": str(r.get("category") or ""), "gold": list(r.get("gold_answers") or []),
             "expected_action": (str(r["expected_action"]).lower() if r.get("expected_action") else None),
             "answerable": bool(r.get("answerable", True)),
+            "needs_retrieval": bool(r.get("needs_retrieval", True)),
         } for i, r in enumerate(raw)]
         return rows[:limit] if limit else rows
     print(f"error: unknown --set {name!r} (popqa, adversarial)", file=sys.stderr)

@@ -4,11 +4,16 @@ Usage::
 
     python -m optimize.evaluate --set popqa --limit 50 --modes closed,rag,crag,self-crag \\
         [--model embedded-1.5b] [--seed 0] [--out DIR | --name NAME] [--resume] [--threads N] \\
-        [--groundedness auto|off] [--compiled compiled] [--no-cache]
+        [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval]
     python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag
 
 Modes: ``closed`` (no retrieval), ``rag`` (top-k passages, trusted), ``crag`` (evaluator,
 actions, refinement, web), ``self-crag`` (crag plus the claim-level self-check).
+``--decide-retrieval`` puts Self-RAG's "retrieve or not" decision (``DecideRetrieval``) in
+front of ``crag`` and ``self-crag``: questions it judges to need no sources are answered
+closed-book; ``results.csv`` says so per question (``retrieval_skipped``) and the summary
+gives the skip rate, the decisions' accuracy against the rows' ``needs_retrieval`` labels,
+and (in every mode) the accuracy and median calls on the rows that need no retrieval.
 
 Output folder (default ``results/<YYYY-MM-DD>-<HHMMSS>-<set>/``; ``--name`` replaces the part
 after the date, ``--out`` the whole path):
@@ -77,6 +82,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-cache", action="store_true",
                    help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
+    p.add_argument("--decide-retrieval", action="store_true",
+                   help="crag and self-crag first decide whether a question needs retrieval at all")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in args.modes if m not in MODES]
@@ -217,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             if not todo:
                 continue
             try:
-                program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base)
+                program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
+                                        decide_retrieval=args.decide_retrieval)
             except Exception as exc:  # noqa: BLE001
                 print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 build_errors[mode] = f"{type(exc).__name__}: {exc}"
@@ -253,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     meta = {"set": args.set_name, "split": args.split if with_expected else None, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
-            "groundedness": args.groundedness, "threads": threads, "resume": args.resume, "skipped": skipped,
+            "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "threads": threads,
+            "resume": args.resume, "skipped": skipped,
             "n_questions": len(rows), "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}
     (out_dir / "summary.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")

@@ -4,7 +4,13 @@ The mode's cost columns (``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
 cover the program call only. Groundedness of ``rag`` and ``crag`` answers, modes that do not
 check their claims, is measured after that call by a :class:`program.selfcheck.ClaimChecker`
 on the answer and the strips it had; that check's own cost goes to the ``check_*`` columns.
-``self-crag`` is measured by its own final (kept) claims, at no extra cost.
+``self-crag`` is measured by its own final (kept) claims, at no extra cost. An answer written
+closed-book because the retrieval decider skipped retrieval has no strips: like ``closed``
+answers, it is not measured.
+
+``retrieval_skipped`` is True or False when the program ran the retrieval decider
+(``--decide-retrieval``: its trace has a ``decide-retrieval`` step), empty otherwise;
+``needs_retrieval`` is the row's label (False only for chit-chat).
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from program.types import Trace
 
 CSV_COLUMNS = [
     "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
-    "confidence", "fallback", "escalated", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
+    "confidence", "fallback", "escalated", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
     "error", "gold",
-    "answerable", "abstained", "claims", "claims_fully", "claims_partially", "groundedness", "grounded_by",
+    "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness", "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
@@ -66,7 +72,8 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     out.update(id=row["id"], question=row["question"], relation=row["relation"], mode=mode, answer="",
                correct=False, action="", expected_action=row["expected_action"] or "", fallback=False,
                escalated=False, abstained=False, error="", grounded_by="", gold=json.dumps(row["gold"]),
-               answerable=bool(row.get("answerable", True)))
+               answerable=bool(row.get("answerable", True)), needs_retrieval=bool(row.get("needs_retrieval", True)),
+               retrieval_skipped="")
     steps: list[dict] = []
     t0 = time.perf_counter()
     try:
@@ -88,6 +95,8 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
         prompt_tokens=getattr(trace, "prompt_tokens", None),
         completion_tokens=getattr(trace, "completion_tokens", None),
     )
+    if any(s.step == "decide-retrieval" for s in getattr(trace, "steps", None) or []):
+        out["retrieval_skipped"] = bool(getattr(res, "retrieval_skipped", False))
     out["correct"] = is_correct(row, out["answer"], out["fallback"])
     out["abstained"] = abstained(out["answer"], out["fallback"])
     for i, s in enumerate(getattr(trace, "steps", None) or []):
@@ -100,7 +109,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
 
 def _groundedness(mode: str, res, checker) -> dict:
     # Abstentions have no claims and closed-book answers no strips: nothing to measure.
-    if mode == "closed" or res.fallback:
+    if mode == "closed" or res.fallback or getattr(res, "retrieval_skipped", False):
         return {}
     if mode == "self-crag":
         claims, by, cost = [c for c in res.claims if c.kept], "self-check", None

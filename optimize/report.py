@@ -25,18 +25,21 @@ _COST = ("lm_calls", "prompt_tokens", "completion_tokens", "tokens", "seconds")
 def read_results(path: str | Path) -> pd.DataFrame:
     """``results.csv`` as a DataFrame, one row per (mode, id): the last row wins (a resumed run
     may have re-asked a question that failed). Booleans are bool, numbers float (NaN when
-    empty), text str; columns missing from an older file are added empty."""
+    empty), text str; columns missing from an older file are added empty. ``retrieval_skipped``
+    stays text: ``True``/``False`` where the retrieval decider ran, empty where it did not."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     for col in CSV_COLUMNS:
         if col not in df:
             df[col] = ""
     # Empty in an older file: its questions were all answerable (PopQA); abstention follows from the answer.
     answerable = df["answerable"].ne("False")
+    needs_retrieval = df["needs_retrieval"].ne("False")  # empty: an older file, no chit-chat labels
     derived = [abstained(a, f == "True") for a, f in zip(df["answer"], df["fallback"])]
     missing = df["abstained"].eq("")
     for col in _BOOL:
         df[col] = df[col].eq("True")
     df["answerable"] = answerable
+    df["needs_retrieval"] = needs_retrieval
     df.loc[missing, "abstained"] = pd.Series(derived, index=df.index, dtype=bool)[missing]
     for col in _NUM:
         df[col] = pd.to_numeric(df[col], errors="coerce")
@@ -89,7 +92,16 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         = questions it ran for, ``mean_lm_calls``, ``mean_prompt_tokens``,
         ``mean_completion_tokens``, ``mean_seconds`` per answered question), and with
         ``with_expected`` ``action_accuracy`` and ``confusion`` ({expected: {predicted: count}}
-        over graded rows with a label).
+        over graded rows with a label). A question the retrieval decider answered without
+        retrieval has no action, so it is outside ``actions``, the correction and escalation
+        rates, ``action_accuracy`` and ``confusion``.
+
+        The retrieval decider (``--decide-retrieval``): ``skip_rate`` (questions it ran for that
+        skipped retrieval), ``decision_accuracy`` (its decisions that match the rows'
+        ``needs_retrieval`` label) and ``skipped_needing_retrieval`` (a count: the harmful
+        skips), all None where it never ran; and for every mode ``no_retrieval_questions``:
+        ``n``, ``accuracy`` and ``median_lm_calls`` of the rows labeled ``needs_retrieval: false``
+        (the adversarial set's chit-chat), None without such rows.
     """
     ok = df[df["error"] == ""]
     graded = ok[ok["action"] != ""]
@@ -118,12 +130,28 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     s["check_lm_calls"] = _clean(ok["check_lm_calls"].sum()) if ok["check_lm_calls"].notna().any() else None
     s["check_seconds"] = _clean(ok["check_seconds"].sum()) if ok["check_seconds"].notna().any() else None
     s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
+    s.update(_retrieval_decisions(df, ok))
     if with_expected:
         labeled = graded[graded["expected_action"] != ""]
         s["action_accuracy"] = _pct(labeled["action"] == labeled["expected_action"])
         s["confusion"] = {e: {p: int(((labeled["expected_action"] == e) & (labeled["action"] == p)).sum())
                               for p in ACTIONS} for e in ACTIONS} if len(labeled) else None
     return s
+
+
+def _retrieval_decisions(df: pd.DataFrame, ok: pd.DataFrame) -> dict:
+    decided = ok[ok["retrieval_skipped"] != ""]
+    skipped = decided["retrieval_skipped"] == "True"
+    chat = df[~df["needs_retrieval"]]
+    return {
+        "skip_rate": _pct(skipped),
+        "decision_accuracy": _pct(skipped != decided["needs_retrieval"]),
+        "skipped_needing_retrieval": int((skipped & decided["needs_retrieval"]).sum()) if len(decided) else None,
+        "no_retrieval_questions": {
+            "n": len(chat), "accuracy": _pct(chat["correct"]),
+            "median_lm_calls": _clean(median(chat.loc[chat["error"] == "", "lm_calls"].tolist())),
+        } if len(chat) else None,
+    }
 
 
 def _steps(steps: pd.DataFrame, answered: int) -> dict:
@@ -157,9 +185,12 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 def markdown_table(summary: dict[str, dict]) -> str:
     """A Markdown pipe table, one row per mode (no ``tabulate`` dependency)."""
     with_aa = any("action_accuracy" in s for s in summary.values())
+    with_skips = any(s.get("skip_rate") is not None for s in summary.values())
+    with_chat = any(s.get("no_retrieval_questions") for s in summary.values())
     head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "escalated", "fallback",
             "grounded (partly)", "abstain ans./unans.", "med LM calls", "p90 LM calls", "med tokens",
-            "med s/question", "p90 s/question"] + (["action acc."] if with_aa else [])
+            "med s/question", "p90 s/question"] + (["action acc."] if with_aa else []) \
+        + (["retrieval skipped"] if with_skips else []) + (["no-retrieval q. acc. (med calls)"] if with_chat else [])
     rows = []
     for mode, s in summary.items():
         if "n" not in s:
@@ -174,8 +205,14 @@ def markdown_table(summary: dict[str, dict]) -> str:
                      f"{_fmt(s['abstention_answerable'], ' %')} / {_fmt(s['abstention_unanswerable'], ' %')}",
                      _fmt(s["median_lm_calls"]), _fmt(s["p90_lm_calls"]), _fmt(s["median_tokens"]),
                      _fmt(s["median_seconds"]), _fmt(s["p90_seconds"])]
-                    + ([_fmt(s.get("action_accuracy"), " %")] if with_aa else []))
+                    + ([_fmt(s.get("action_accuracy"), " %")] if with_aa else [])
+                    + ([_fmt(s.get("skip_rate"), " %")] if with_skips else [])
+                    + ([_chat(s.get("no_retrieval_questions"))] if with_chat else []))
     return _table(head, rows)
+
+
+def _chat(figures: dict | None) -> str:
+    return "-" if not figures else f"{_fmt(figures['accuracy'], ' %')} ({_fmt(figures['median_lm_calls'])})"
 
 
 def steps_table(summary: dict[str, dict], modes: tuple[str, ...] = ("crag", "self-crag")) -> str:

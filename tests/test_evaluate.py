@@ -100,7 +100,7 @@ def fake_program(monkeypatch):
             return _result(question, "I don't have reliable information on this.",
                            Action.AMBIGUOUS if crag else None, fallback=crag, calls=7, pt=500, ct=20)
 
-    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None):
+    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None, decide_retrieval=False):
         built.append((mode, compiled_dir))
         return FakeProgram(mode)
 

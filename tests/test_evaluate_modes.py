@@ -19,7 +19,7 @@ from optimize.report import read_results, summarize
 from program.baselines import ClosedBook, VanillaRAG
 from program.crag import CRAG
 from program.types import Passage
-from signatures import GenerateAnswer, RewriteQuery
+from signatures import AnswerClosedBook, GenerateAnswer, RewriteQuery
 from tests.conftest import FOUNDING, generate
 
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
@@ -40,10 +40,10 @@ WEB = {Q2: [("https://example.org/acme", PAGE)], Q3: [("https://example.org/acme
 
 
 class QuestionKB:
-    """Passages chosen by the question asked."""
+    """Passages chosen by the question asked (none for a question it does not know)."""
 
     def search(self, query, k=3):
-        return [Passage(id=f"{query[:8]}-{i}#0", text=t, score=0.5) for i, t in enumerate(KB[query][:k])]
+        return [Passage(id=f"{query[:8]}-{i}#0", text=t, score=0.5) for i, t in enumerate(KB.get(query, [])[:k])]
 
 
 class QuestionWeb:
@@ -83,12 +83,13 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
         program.forward = forward
         return program
 
-    def build_program(mode, *, compiled_dir=None, knowledge_base=None):
+    def build_program(mode, *, compiled_dir=None, knowledge_base=None, decide_retrieval=False):
         if mode == "closed":
             return counting(ClosedBook(), mode)
         if mode == "rag":
             return counting(VanillaRAG(QuestionKB(), k=2), mode)
-        return counting(CRAG(QuestionKB(), web=QuestionWeb(), k=2, self_check=mode == "self-crag"), mode)
+        return counting(CRAG(QuestionKB(), web=QuestionWeb(), k=2, self_check=mode == "self-crag",
+                             decide_retrieval=decide_retrieval), mode)
 
     monkeypatch.setattr("program.factory.build_program", build_program)
     monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
@@ -174,6 +175,54 @@ def test_all_modes_figures(run_eval, capsys):
     assert "| crag | 4 | 0 | 75 % | 1/1/2 | 75 % |" in printed
     assert "evaluator confusion, crag" in printed and "| correct | 1 | 1 | 0 |" in printed
     assert "| self-crag | generate-strict |" in printed
+
+
+GREETING = "Hi there!"
+CHAT_ROW = {"id": "q5", "question": GREETING, "expected_action": "incorrect", "answerable": True,
+            "gold_answers": ["hello"], "needs_retrieval": False}
+
+
+def test_decide_retrieval_skips_chit_chat_and_reports_it(run_eval, fake_lm, monkeypatch, capsys):
+    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: (lambda kind, split: ROWS + [CHAT_ROW]))
+    fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello! How can I help?" if i["question"] == GREETING
+                                                 else "Acme Rockets was founded by Jane Roe."}
+    code, plain = run_eval("--modes", "closed,crag", out="plain")
+    code2, out = run_eval("--modes", "closed,crag", "--decide-retrieval", out="decide")
+    assert code == code2 == 0
+    s0 = json.loads((plain / "summary.json").read_text())
+    s = json.loads((out / "summary.json").read_text())
+    assert s0["decide_retrieval"] is False and s["decide_retrieval"] is True
+    closed, crag, crag0 = s["modes"]["closed"], s["modes"]["crag"], s0["modes"]["crag"]
+
+    # without the decider crag searches for the greeting, finds nothing and abstains (wrong);
+    # with it the greeting is answered closed-book in 2 calls; every other question costs one call more
+    assert crag0["accuracy"] == 60.0 and crag["accuracy"] == 80.0
+    assert crag0["no_retrieval_questions"] == {"n": 1, "accuracy": 0.0, "median_lm_calls": 1}  # rewrite; no hits
+    assert crag["no_retrieval_questions"] == {"n": 1, "accuracy": 100.0, "median_lm_calls": 2}
+    assert closed["no_retrieval_questions"] == {"n": 1, "accuracy": 100.0, "median_lm_calls": 1}
+    assert (crag["skip_rate"], crag["decision_accuracy"], crag["skipped_needing_retrieval"]) == (20.0, 100.0, 0)
+    assert (crag0["skip_rate"], crag0["decision_accuracy"], crag0["skipped_needing_retrieval"]) == (None, None, None)
+    assert closed["skip_rate"] is None
+    # the skipped question has no action: the routing figures cover the four graded ones, as before
+    assert crag["actions"] == {"correct": 1, "ambiguous": 1, "incorrect": 2} and crag["action_accuracy"] == 75.0
+    assert crag0["actions"] == {"correct": 1, "ambiguous": 1, "incorrect": 3}
+
+    by = {(r["mode"], r["id"]): r for r in _csv(out / "results.csv")}
+    by0 = {(r["mode"], r["id"]): r for r in _csv(plain / "results.csv")}
+    assert [by[("crag", q)]["retrieval_skipped"] for q in ("q1", "q2", "q3", "q4", "q5")] == \
+        ["False", "False", "False", "False", "True"]
+    assert by[("closed", "q5")]["retrieval_skipped"] == "" and by0[("crag", "q5")]["retrieval_skipped"] == ""
+    assert by[("crag", "q5")]["needs_retrieval"] == "False" and by[("crag", "q1")]["needs_retrieval"] == "True"
+    chat = by[("crag", "q5")]
+    assert (chat["answer"], chat["action"], chat["correct"], chat["lm_calls"]) == ("Hello! How can I help?", "", "True", "2")
+    assert chat["claims"] == "" and chat["grounded_by"] == "" and chat["check_lm_calls"] == ""  # nothing to check
+    for q in ("q1", "q2", "q3", "q4"):
+        assert int(by[("crag", q)]["lm_calls"]) == int(by0[("crag", q)]["lm_calls"]) + 1
+    assert [x["step"] for x in _csv(out / "steps.csv") if x["mode"] == "crag" and x["id"] == "q5"] == \
+        ["decide-retrieval", "answer-closed-book"]
+    assert crag["steps"]["decide-retrieval"]["ran"] == 5 and crag["steps"]["answer-closed-book"]["ran"] == 1
+    printed = capsys.readouterr().out
+    assert "retrieval skipped" in printed and "| 20 % | 100 % (2) |" in printed
 
 
 def test_groundedness_off_and_threads(run_eval):
