@@ -29,6 +29,7 @@ from optimize import predictor_metrics as pm  # noqa: E402
 from program.compiled import COMPILED_DIR, save_compiled  # noqa: E402
 from program.crag import CRAG  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
+from program.refine import numbered  # noqa: E402
 from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance  # noqa: E402
 
 BUDGETS = {"light": 2, "medium": 3, "heavy": 4}  # few-shot demos per predictor
@@ -54,7 +55,7 @@ class PredictorSpec:
 
 SPECS = [
     PredictorSpec("grading", GradeRetrieval, "evaluator.grade", pm.grading_metric),
-    PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy),
+    PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy, labeled_demos=False),
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_and_grounding_metric),
@@ -88,13 +89,13 @@ def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"
 
 
 def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
-    """The split's examples for one predictor; strip rows are expanded to one example per strip."""
+    """The split's examples for one predictor; a strip row is one example with its strips numbered."""
     if kind != "strips":
         return adversarial.load_examples(kind, split)
     return [
-        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"]).with_inputs("question", "strip")
+        dspy.Example(question=row["question"], strips=numbered(row["strips"]), texts=row["strips"],
+                     relevant=row["relevant"]).with_inputs("question", "strips")
         for row in adversarial.load_rows("strips", split)
-        for i, strip in enumerate(row["strips"], start=1)
     ]
 
 

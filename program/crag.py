@@ -11,7 +11,7 @@ from __future__ import annotations
 import dspy
 
 from program.cost import step
-from program.evaluator import RetrievalEvaluator, decide_action
+from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
 from program.refine import KnowledgeRefiner
@@ -52,6 +52,8 @@ class CRAG(dspy.Module):
             and fallback); False answers from the refined strips as generated (the ``crag``
             evaluation mode; ``self-crag`` is True).
         web_k: web hits kept.
+        lazy_evaluation: stop grading at the first passage above ``upper`` (the action is
+            CORRECT whatever the rest score); the ungraded passages still go to refinement.
         decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token, at temperature
             0) whether the question needs sources at all; when it says no (greetings, thanks,
             arithmetic, rewording text given in the question), answer closed-book with
@@ -77,11 +79,11 @@ class CRAG(dspy.Module):
 
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
-                 decide_retrieval: bool = False):
+                 decide_retrieval: bool = False, lazy_evaluation: bool = True):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
-        self.self_check = self_check
+        self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
         self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
         self.evaluator = RetrievalEvaluator()
@@ -108,13 +110,14 @@ class CRAG(dspy.Module):
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
         with step(trace, "evaluate"):
-            grades = self.evaluator(question=question, passages=passages)
+            grades = self.evaluator(question=question, passages=passages,
+                                    stop_at=self.upper if self.lazy_evaluation else None)
         action, confidence = decide_action(grades, self.upper, self.lower)
         trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower})")
 
         strips: list[Strip] = []
         if action in (Action.CORRECT, Action.AMBIGUOUS):
-            useful = [p for p, g in zip(passages, grades) if g.score >= self.lower]
+            useful = [p for p, g in zip(passages, grades) if g.score >= self.lower or g.score == UNGRADED]
             strips += self._refine(question, useful, trace, "refine-internal")
         if action in (Action.INCORRECT, Action.AMBIGUOUS):
             strips += self._search_web(question, trace)
@@ -158,6 +161,10 @@ class CRAG(dspy.Module):
         return CRAGResult(question=question, answer=answer, action=None, trace=trace, retrieval_skipped=True,
                           mode=self.mode)
 
+    def _may_escalate(self, result: CRAGResult) -> bool:
+        """True when a failed answer on internal strips would still be escalated to the web."""
+        return result.action is Action.CORRECT and not result.escalated and self.web_searcher.backend is not None
+
     def _escalate(self, question: str, trace: Trace, why: str) -> tuple[bool, list[Strip]]:
         # The evaluator said CORRECT but the internal knowledge did not hold up: it was wrong
         # (often a namesake), so take the INCORRECT action's knowledge source once.
@@ -200,6 +207,10 @@ class CRAG(dspy.Module):
         for _ in range(self.max_retries):
             unsupported = [c.text for c in claims if c.support == "no"]
             if not unsupported:
+                break
+            if len(unsupported) == len(claims) and self._may_escalate(result):
+                # Nothing held up on the internal strips: new evidence beats a stricter retry on them.
+                trace.note("no claim supported: escalating instead of a stricter retry")
                 break
             trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
             result.retried = True

@@ -19,11 +19,13 @@ from program.lm import CRITIQUE_CONFIG
 from program.types import Action, ChunkGrade, Passage
 from signatures import GradeRetrieval
 
+UNGRADED = -1.0  # the score of a passage lazy evaluation did not grade
+
 def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple[Action, float]:
     """Map per-passage scores to CRAG's action and confidence.
 
     Args:
-        grades: one grade per retrieved passage; may be empty.
+        grades: one grade per retrieved passage; may be empty. Ungraded ones (``UNGRADED``) are ignored.
         upper: a passage scoring >= upper makes the retrieval CORRECT.
         lower: all passages scoring < lower make it INCORRECT.
 
@@ -36,10 +38,11 @@ def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple
     """
     if not 0.0 <= lower <= upper <= 1.0:
         raise ValueError(f"thresholds must satisfy 0 <= lower <= upper <= 1, got lower={lower}, upper={upper}")
-    confidence = max((g.score for g in grades), default=0.0)
-    if grades and confidence >= upper:
+    graded = [g for g in grades if g.score != UNGRADED]
+    confidence = max((g.score for g in graded), default=0.0)
+    if graded and confidence >= upper:
         return Action.CORRECT, confidence
-    if all(g.score < lower for g in grades):
+    if all(g.score < lower for g in graded):
         return Action.INCORRECT, confidence
     return Action.AMBIGUOUS, confidence
 
@@ -69,11 +72,17 @@ def score_grade(same_entity: bool, answers_question: bool, outdated: bool = Fals
 
 
 class RetrievalEvaluator(dspy.Module):
-    """Grade retrieved passages with ``GradeRetrieval``, one call per passage.
+    """Grade retrieved passages with ``GradeRetrieval``, one call per passage, best-retrieved first.
 
     Args:
         max_chars: passages are cut to this many characters before grading (about 170
             tokens; the local model reads about 30 prompt tokens a second).
+
+    ``forward(question, passages, stop_at=None)``: with ``stop_at`` (the upper threshold), grading
+    stops at the first passage scoring at least ``stop_at``: the action is then CORRECT whatever
+    the others score (CRAG §4.3 needs only one passage above the upper threshold), so their calls
+    are saved. Those passages get ``UNGRADED`` grades (score -1.0, reason "ungraded") and still go
+    to refinement, whose strip filter judges them.
 
     A call whose output cannot be parsed grades that passage ``irrelevant`` with score 0
     and says so in the grade's explanation; it never raises for bad LM output.
@@ -88,8 +97,15 @@ class RetrievalEvaluator(dspy.Module):
         self.grade = dspy.Predict(GradeRetrieval)
         self.max_chars = max_chars
 
-    def forward(self, question: str, passages: list[Passage]) -> list[ChunkGrade]:
-        return [self._grade_one(question, p) for p in passages]
+    def forward(self, question: str, passages: list[Passage], stop_at: float | None = None) -> list[ChunkGrade]:
+        grades: list[ChunkGrade] = []
+        for passage in passages:
+            if stop_at is not None and grades and grades[-1].score >= stop_at:
+                grades.append(ChunkGrade(passage.id, UNGRADED, "ungraded",
+                                         f"not graded: a passage above {stop_at} already decided CORRECT"))
+            else:
+                grades.append(self._grade_one(question, passage))
+        return grades
 
     def _grade_one(self, question: str, passage: Passage) -> ChunkGrade:
         try:

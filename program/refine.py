@@ -2,10 +2,11 @@
 
 Each passage is decomposed into knowledge strips (sentences; a fragment under ``min_words``
 words is joined to its neighbour); the strips are pre-filtered by embedding similarity to the
-question (cheap, no LM call); each survivor is graded by ``StripRelevance`` (temperature 0),
-which copies the answer out of the strip; and the strips whose copy checks out are recomposed
-in source order, each keeping its source id. The per-strip calls share their prompt prefix,
-which the local model keeps cached, so each costs little more than the strip's own tokens.
+question (cheap, no LM call); the survivors are graded together by one ``StripRelevance``
+call (temperature 0), which copies the answer out of each numbered strip that states it; and
+the strips whose copy checks out are recomposed in source order, each keeping its source id.
+One call per refinement, not one per strip, is the cost cut of issue 5: the strips are short,
+so the batched prompt costs little more than one of the per-strip prompts did.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from program.types import Passage, Strip
 from signatures import StripRelevance
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_NUMBERED = re.compile(r"^\s*\[?(\d+)\]?[\s:.)-]+(.*)$", re.S)
+
+
+def numbered(texts: list[str]) -> list[str]:
+    """Texts as the model sees them: ``["[1] text", "[2] text", ...]``."""
+    return [f"[{i}] {t}" for i, t in enumerate(texts, start=1)]
 
 
 def score_span(span: str, strip: str) -> float:
@@ -36,6 +43,31 @@ def score_span(span: str, strip: str) -> float:
     if span.lower() in strip.lower():
         return 1.0
     return 0.5 if coverage(span, strip) >= 0.6 else 0.0
+
+
+def score_spans(spans, strips: list[str]) -> list[float]:
+    """Relevance of each strip from StripRelevance's ``"[n] copied words"`` items.
+
+    Args:
+        spans: the model's items (a list of strings; anything else counts as no item).
+        strips: the strip texts, strip ``n`` being ``strips[n - 1]``.
+
+    Returns:
+        one score per strip, the best ``score_span`` of the items aimed at it. An item
+        whose number is missing or wrong is checked against every strip, so a misnumbered
+        copy still counts for the strip that holds it verbatim; a strip no item names scores 0.
+    """
+    scores = [0.0] * len(strips)
+    for item in spans if isinstance(spans, list) else []:
+        match = _NUMBERED.match(str(item))
+        n, copy = (int(match.group(1)), match.group(2)) if match else (0, str(item))
+        if 1 <= n <= len(strips) and score_span(copy, strips[n - 1]) > 0:
+            scores[n - 1] = max(scores[n - 1], score_span(copy, strips[n - 1]))
+        else:  # missing or wrong number: credit every strip that holds the copy verbatim
+            for i, strip in enumerate(strips):
+                if score_span(copy, strip) == 1.0:
+                    scores[i] = 1.0
+    return scores
 
 
 def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> list[Strip]:
@@ -70,15 +102,15 @@ class KnowledgeRefiner(dspy.Module):
             0.5 keeps loose copies of the answer, 1.0 only verbatim ones.
         strip_words: the strip window in words.
 
-    Edge behaviour: a strip whose grading output cannot be parsed scores 0 (dropped) and is
-    counted in ``last_note``. When no strip reaches the threshold nothing is kept: an
-    irrelevant source contributes nothing.
+    Edge behaviour: when the grading output cannot be parsed, every candidate scores 0 (all
+    dropped: unverified knowledge is not used) and ``last_note`` says so. When no strip
+    reaches the threshold nothing is kept: an irrelevant source contributes nothing.
 
     Example:
         >>> strips = KnowledgeRefiner(embedder)(question="Who wrote Dune?", passages=passages)
     """
 
-    def __init__(self, embedder=None, prefilter_top: int = 4, max_strips: int = 4, keep_threshold: float = 0.5,
+    def __init__(self, embedder=None, prefilter_top: int = 5, max_strips: int = 4, keep_threshold: float = 0.5,
                  strip_words: int = 50):
         super().__init__()
         self.grade = dspy.Predict(StripRelevance)
@@ -94,17 +126,21 @@ class KnowledgeRefiner(dspy.Module):
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
         candidates = self._prefilter(question, strips)
-        failures = 0
-        for strip in candidates:
+        failure = ""
+        if candidates:
             try:
-                out = self.grade(question=question, strip=strip.text, config=CRITIQUE_CONFIG)
-                strip.relevance = score_span(out.answer_span, strip.text)
-            except Exception:  # unparseable output: the strip is not trusted
-                strip.relevance, failures = 0.0, failures + 1
+                out = self.grade(question=question, strips=numbered([s.text for s in candidates]),
+                                 config=CRITIQUE_CONFIG)
+                if not isinstance(out.answer_spans, list):
+                    raise TypeError("answer_spans is not a list")
+                scores = score_spans(out.answer_spans, [s.text for s in candidates])
+            except Exception as exc:  # unparseable output: no strip is trusted
+                scores, failure = [0.0] * len(candidates), f"; grading output unparseable ({type(exc).__name__})"
+            for strip, score in zip(candidates, scores):
+                strip.relevance = score
         kept = sorted((s for s in candidates if s.relevance >= self.keep_threshold), key=lambda s: -s.relevance)
         kept = kept[: self.max_strips]
-        self.last_note = f"graded {len(candidates)} of {len(strips)} strips, kept {len(kept)}" + (
-            f"; {failures} unparseable" if failures else "")
+        self.last_note = f"graded {len(candidates)} of {len(strips)} strips in one call, kept {len(kept)}{failure}"
         order = {p.id: n for n, p in enumerate(passages)}
         return sorted(kept, key=lambda s: (order.get(s.source_id, 0), s.position))
 

@@ -46,8 +46,8 @@ class ChunkGrade:
 
     Attributes:
         passage_id: the graded passage's id.
-        score: relevance in [0, 1].
-        reason: one of ``irrelevant | partial | stale | contradicts-other-source | relevant``.
+        score: relevance in [0, 1]; -1.0 when lazy evaluation left the passage ungraded.
+        reason: one of ``irrelevant | partial | stale | contradicts-other-source | relevant | ungraded``.
         explanation: the model's short justification.
     """
 

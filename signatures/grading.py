@@ -3,9 +3,10 @@
 Neither asks the model for a score or a category: asked for those, the small local model
 (Qwen2.5-Coder-1.5B) answered "irrelevant" or "no" to nearly everything. GradeRetrieval asks
 for yes/no judgments on a passage, which do separate relevant from irrelevant passages
-(``program.evaluator.score_grade`` turns them into a score); StripRelevance asks the model to
-copy the answer out of the strip, which it does well, and the copy is checked against the
-strip (``program.refine.score_span``).
+(``program.evaluator.score_grade`` turns them into a score); StripRelevance shows the model
+the numbered strips of one question at once and asks it to copy the answer out of each strip
+that states it, which it does well (one call per question, not per strip); each copy is checked
+against its strip (``program.refine.score_spans``).
 """
 
 import dspy
@@ -27,8 +28,11 @@ class GradeRetrieval(dspy.Signature):
 
 
 class StripRelevance(dspy.Signature):
-    """Copy from the knowledge strip the words that answer the question about this exact entity: the name, place, job, sport or genre asked for. If the strip is about another entity or does not contain the answer, write NONE."""
+    """Copy from the numbered knowledge strips the words that answer the question about this exact entity: the name, place, job, sport or genre asked for.
+
+    Write one item per strip that states the answer, as "[n] copied words". Leave out strips
+    about another entity or without the answer. If no strip answers, return an empty list."""
 
     question: str = dspy.InputField()
-    strip: str = dspy.InputField(desc="one knowledge strip, a sentence from a retrieved document")
-    answer_span: str = dspy.OutputField(desc="words copied from the strip, or NONE")
+    strips: list[str] = dspy.InputField(desc="numbered knowledge strips, sentences from retrieved documents")
+    answer_spans: list[str] = dspy.OutputField(desc="one item per answering strip: its number in brackets, then the words copied from it")

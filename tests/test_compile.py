@@ -23,7 +23,7 @@ def rules():
     """A fake model that grades everything relevant, copies the strip, quotes the evidence."""
     return {
         GradeRetrieval: lambda i: {"same_entity": True, "answers_question": True, "outdated": False},
-        StripRelevance: lambda i: {"answer_span": i["strip"]},
+        StripRelevance: lambda i: {"answer_spans": parse_list(i["strips"])},
         RewriteQuery: lambda i: {"query": i["question"]},
         CheckClaimSupport: lambda i: {"quote": i["evidence"].split(". ")[0]},
         GenerateAnswer: lambda i: {"answer": parse_list(i["context"])[0][4:] + " [1]"},

@@ -23,7 +23,9 @@ def test_correct_refines_internal_and_skips_web(fake_lm):
     result, web = run([FOUNDING + " It builds small sounding rockets for university teams.", OFF_TOPIC])
     assert result.action is Action.CORRECT
     assert result.confidence == pytest.approx(1.0)
-    assert [g.reason for g in result.grades] == ["relevant", "irrelevant"]
+    # lazy evaluation: the first passage already decides CORRECT, the second is not graded
+    assert [(g.reason, g.score) for g in result.grades] == [("relevant", 1.0), ("ungraded", -1.0)]
+    assert fake_lm.calls["GradeRetrieval"] == 1
     assert web.queries == [] and fake_lm.calls["RewriteQuery"] == 0
     assert [s.text for s in result.strips] == [FOUNDING]
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
@@ -134,7 +136,10 @@ def test_correct_route_with_no_supported_claim_escalates_to_the_web(fake_lm):
     fake_lm.rules[signatures.GenerateAnswer] = generate
     fake_lm.rules[signatures.GenerateStrictAnswer] = generate
     result, web = run([forum])
-    assert result.action is Action.CORRECT and result.escalated and result.retried
+    # no claim held up on the internal strips: escalate at once, no stricter retry on them
+    assert result.action is Action.CORRECT and result.escalated and not result.retried
+    assert fake_lm.calls["GenerateStrictAnswer"] == 0
+    assert "no claim supported: escalating instead of a stricter retry" in result.trace.events
     assert web.queries == ["Acme Rockets founder"]
     assert [s.url for s in result.strips] == [WEB_PAGE[0]]  # the new evidence replaces the old
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
@@ -161,10 +166,10 @@ def test_trace_counts_calls_and_tokens_per_step(fake_lm):
     result, _ = run([FOUNDING, OFF_TOPIC])
     per_step = {s.step: s.lm_calls for s in result.trace.steps}
     # the claim's words are all in its strip, so support needs no LM call
-    assert per_step == {"retrieve": 0, "evaluate": 2, "refine-internal": 1, "generate": 1, "self-check": 0}
-    assert result.trace.lm_calls == 4 == sum(fake_lm.calls.values())
+    assert per_step == {"retrieve": 0, "evaluate": 1, "refine-internal": 1, "generate": 1, "self-check": 0}
+    assert result.trace.lm_calls == 3 == sum(fake_lm.calls.values())
     assert result.trace.prompt_tokens > 0 and result.trace.completion_tokens > 0
-    assert result.to_dict()["trace"]["lm_calls"] == 4
+    assert result.to_dict()["trace"]["lm_calls"] == 3
 
 
 def test_trace_counts_calls_when_the_lm_history_is_full(fake_lm):
@@ -172,8 +177,8 @@ def test_trace_counts_calls_when_the_lm_history_is_full(fake_lm):
     import dspy
 
     with dspy.context(max_history_size=3):
-        run([FOUNDING, OFF_TOPIC])
-        result, _ = run([FOUNDING, OFF_TOPIC])
+        run([FOUNDING, OFF_TOPIC], lazy_evaluation=False)
+        result, _ = run([FOUNDING, OFF_TOPIC], lazy_evaluation=False)
     assert len(fake_lm.history) == 3
     assert {s.step: s.lm_calls for s in result.trace.steps}["evaluate"] == 2
     assert result.trace.lm_calls == 4
@@ -195,3 +200,33 @@ def test_crag_mode_without_self_check_keeps_the_answer_as_generated(fake_lm):
 def test_bad_questions_raise_a_clear_error(fake_lm, question):
     with pytest.raises(QuestionError):
         CRAG(ListKnowledgeBase([FOUNDING]))(question=question)
+
+
+def test_full_evaluation_grades_every_passage(fake_lm):
+    result, _ = run([FOUNDING, OFF_TOPIC], lazy_evaluation=False)
+    assert [(g.reason, g.score) for g in result.grades] == [("relevant", 1.0), ("irrelevant", 0.0)]
+    assert fake_lm.calls["GradeRetrieval"] == 2 and result.action is Action.CORRECT
+
+
+def test_lazy_evaluation_grades_on_until_a_passage_passes_the_upper_threshold(fake_lm):
+    result, _ = run([OFF_TOPIC, FOUNDING, "Acme Rockets sells sounding rockets."])
+    assert [g.reason for g in result.grades] == ["irrelevant", "relevant", "ungraded"]
+    assert result.action is Action.CORRECT and result.confidence == pytest.approx(1.0)
+
+
+def test_refinement_grades_all_strips_in_one_call(fake_lm):
+    text = FOUNDING + " Jane Roe also founded Roe Labs in 2005. The sky is blue over the launch site today."
+    result, _ = run([text], lazy_evaluation=False)
+    assert fake_lm.calls["StripRelevance"] == 1
+    assert [s.text for s in result.strips] == [FOUNDING, "Jane Roe also founded Roe Labs in 2005."]
+    assert next(s.notes for s in result.trace.steps if s.step == "refine-internal") == \
+        "graded 3 of 3 strips in one call, kept 2"
+
+
+def test_unparseable_strip_grading_keeps_nothing_and_says_so(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.StripRelevance] = lambda i: {"answer_spans": "I found nothing"}
+    result, _ = run([FOUNDING], web_pages=())
+    refine = next(s for s in result.trace.steps if s.step == "refine-internal")
+    assert "unparseable" in refine.notes and result.fallback

@@ -9,20 +9,25 @@ from optimize import predictor_metrics as pm
 from program.types import Passage
 
 
-def strip(question, text, relevant):
-    return dspy.Example(question=question, strip=text, relevant=relevant).with_inputs("question", "strip")
+def strips_example(texts, relevant):
+    return dspy.Example(question="q", strips=[f"[{i}] {t}" for i, t in enumerate(texts, 1)], texts=texts,
+                        relevant=relevant).with_inputs("question", "strips")
 
 
-def test_strip_f1_counts_kept_against_relevant():
-    rows = [
-        (strip("q", "Jane Roe founded it.", True), dspy.Prediction(answer_span="Jane Roe"), 1.0),   # tp
-        (strip("q", "It is in Ohio.", False), dspy.Prediction(answer_span="Ohio"), 0.0),            # fp
-        (strip("q", "Built in 1999.", True), dspy.Prediction(answer_span="NONE"), 0.0),             # fn
-        (strip("q", "The sky is blue.", False), dspy.Prediction(answer_span="NONE"), 1.0),          # tn
-    ]
-    assert pm.strip_f1(rows) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
-    figures = pm.dev_figures("strips", rows)
+def test_strip_f1_counts_kept_against_relevant_over_every_strip():
+    texts = ["Jane Roe founded it.", "It is in Ohio.", "Built in 1999.", "The sky is blue."]
+    example = strips_example(texts, relevant=[1, 3])
+    pred = dspy.Prediction(answer_spans=["[1] Jane Roe", "[2] Ohio"])  # tp, fp; strip 3 missed, strip 4 rightly left
+    assert pm.strip_f1([(example, pred, 0.5)]) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+    assert pm.strip_accuracy(example, pred) == 0.5
+    figures = pm.dev_figures("strips", [(example, pred, 0.5)])
     assert figures["primary"] == 0.5 and figures["accuracy"] == 0.5
+
+
+def test_strip_accuracy_credits_a_misnumbered_copy_and_ignores_garbage():
+    example = strips_example(["Jane Roe founded it.", "It is in Ohio."], relevant=[1])
+    assert pm.strip_accuracy(example, dspy.Prediction(answer_spans=["[2] Jane Roe"])) == 1.0
+    assert pm.strip_accuracy(example, dspy.Prediction(answer_spans="not a list")) == 0.5
 
 
 class OneDocKB:
