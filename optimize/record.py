@@ -26,9 +26,10 @@ from program.types import Trace
 
 CSV_COLUMNS = [
     "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
-    "confidence", "fallback", "escalated", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens", "seconds",
-    "error", "gold",
-    "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness", "grounded_by",
+    "confidence", "fallback", "escalated", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens",
+    "seconds", "error", "gold",
+    "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness",
+    "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",

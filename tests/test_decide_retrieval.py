@@ -46,7 +46,8 @@ def test_a_factual_question_retrieves_as_before(fake_lm):
     fake_lm.calls.clear()
     result, kb, _ = ask(QUESTION, decide_retrieval=True)
     assert not result.retrieval_skipped and kb.queries == [QUESTION]
-    assert result.action is Action.CORRECT and result.answer == plain.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert result.action is Action.CORRECT
+    assert result.answer == plain.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert [s.step for s in result.trace.steps] == ["decide-retrieval"] + [s.step for s in plain.trace.steps]
     assert result.trace.lm_calls == plain.trace.lm_calls + 1
     assert fake_lm.calls["DecideRetrieval"] == 1 and fake_lm.calls["AnswerClosedBook"] == 0
@@ -106,7 +107,8 @@ def test_factory_applies_the_option_to_crag_modes_only(fake_lm, monkeypatch):
     monkeypatch.setattr("program.resources.embedder", lambda: None)
     kb = ListKnowledgeBase([FOUNDING])
     for mode in ("crag", "self-crag"):
-        assert build_program(mode, compiled_dir=None, knowledge_base=kb, web=None, decide_retrieval=True).decide_retrieval
+        program = build_program(mode, compiled_dir=None, knowledge_base=kb, web=None, decide_retrieval=True)
+        assert program.decide_retrieval and program.mode == mode
     rag = build_program("rag", compiled_dir=None, knowledge_base=kb, web=None, decide_retrieval=True)
     result = rag(question=GREETING)
     assert kb.queries == [GREETING] and fake_lm.calls["DecideRetrieval"] == 0 and not result.retrieval_skipped
