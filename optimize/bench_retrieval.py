@@ -1,0 +1,254 @@
+"""Retrieval benchmark: knowledge-base build throughput, query latency and HNSW recall.
+
+Usage::
+
+    python -m optimize.bench_retrieval [--sizes 10000,100000] [--types flat,hnsw] [--queries 200]
+        [--k 10] [--embed-max 3000] [--seed 0] [--m 32] [--ef-construction 40] [--ef-search 64]
+        [--threads N] [--out results/bench-retrieval]
+
+Corpus: ``N`` synthetic chunks recombined from the PopQA knowledge base
+(``eval_sets/popqa/knowledge_base.jsonl``, chunked as the program chunks it): chunk j takes a run
+of sentences from one real chunk and splices in a sentence of another, up to that chunk's
+length (about 95 words). The sequence is fixed by ``--seed`` and prefix-stable (the 10k corpus
+is the first 10k chunks of the 100k one).
+
+Vectors: the first ``min(N, --embed-max)`` chunks are embedded for real with the packaged
+all-MiniLM-L6-v2 embedder (timed: that gives the embedding throughput). Embedding is about
+10 chunks/s per core for chunks of this length, so 100k real embeddings would take hours; the
+rest of the vectors are synthesised from the real ones (a random mix of two, plus Gaussian
+noise, renormalised). Pass ``--embed-max`` at least the largest size to embed everything.
+Both are cached under ``.cache/bench-retrieval/`` (``.npy``), so flat and HNSW (and reruns)
+reuse them.
+
+Measured per size and index type (faiss, inner product):
+
+* ``embed/s``: chunks embedded per second (on the real part); ``add/s``: vectors added to the
+  index per second (all N); ``build/s``: N / (N / embed rate + add seconds), the knowledge
+  base build throughput (estimated from the embedding rate when not all N were embedded);
+* latency per query, one query at a time, median and 90th percentile in ms, with the query's
+  embedding (``encode([q])`` + search) and without (search only), over ``--queries`` PopQA
+  questions (after 3 warm-up queries);
+* ``recall@k`` of each index against exact flat search on the same vectors (1.0 for flat).
+
+Output: a Markdown table on stdout, and ``<out>/<YYYY-MM-DD>-<HHMMSS>.json`` with the settings,
+the machine and one row per (size, type).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import time
+from datetime import datetime
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
+from program.retrieval.chunking import Chunk, chunk_document, split_sentences
+from program.retrieval.corpus import load_documents
+from program.retrieval.embedding import Embedder
+from program.retrieval.faiss_index import IndexSpec, build_index
+from program.retrieval.index import embed_text
+
+CACHE_DIR = Path(".cache/bench-retrieval")
+COLUMNS = ["chunks", "index", "embed/s", "add/s", "build/s", "ms median", "ms p90",
+           "ms median (+embed)", "ms p90 (+embed)", "recall@k"]
+
+
+def synthetic_chunks(n: int, seed: int = 0) -> list[Chunk]:
+    """``n`` chunks recombined from the PopQA knowledge base (rule in the module docstring).
+
+    Returns:
+        A list of ``n`` :class:`Chunk` with ids ``syn-<j>#0``; the same ``seed`` gives the same
+        list, and the list for ``n`` is a prefix of the list for any larger ``n``.
+    """
+    base = [c for d in load_documents(KNOWLEDGE_BASE_PATH) for c in chunk_document(d)]
+    sentences = [split_sentences(c.text) for c in base]
+    rng = random.Random(seed)
+    out = []
+    for j in range(n):
+        b = rng.randrange(len(base))
+        own, other = sentences[b], sentences[rng.randrange(len(base))]
+        start = rng.randrange(len(own))
+        picked = own[start:] + own[:start]
+        picked.insert(rng.randrange(len(picked) + 1), rng.choice(other))
+        text, words = [], 0
+        target = len(base[b].text.split())
+        for s in picked:
+            if words >= target:
+                break
+            text.append(s)
+            words += len(s.split())
+        out.append(Chunk(f"syn-{j}#0", f"syn-{j}", " ".join(text), title=base[b].title))
+    return out
+
+
+def embedded_vectors(chunks: list[Chunk], embedder: Embedder, seed: int) -> tuple[np.ndarray, float]:
+    """Real embeddings of ``chunks`` and the seconds they took, cached by (seed, count).
+
+    Returns:
+        ``(vectors, seconds)``: float32 array of shape ``(len(chunks), 384)``, and the wall time of
+        the original embedding run (read back from the cache's sidecar JSON on reuse).
+    """
+    stem = CACHE_DIR / f"embedded-seed{seed}-{len(chunks)}"
+    if stem.with_suffix(".npy").is_file():
+        meta = json.loads(stem.with_suffix(".json").read_text())
+        return np.load(stem.with_suffix(".npy")), float(meta["seconds"])
+    embedder.encode(["warm up"])
+    t0 = time.perf_counter()
+    vecs = embedder.encode([embed_text(c) for c in chunks])
+    seconds = time.perf_counter() - t0
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(stem.with_suffix(".npy"), vecs)
+    stem.with_suffix(".json").write_text(json.dumps({"seconds": seconds, "chunks": len(chunks)}))
+    return vecs, seconds
+
+
+def corpus_vectors(real: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """``n`` unit vectors: the ``real`` ones first, then mixes ``a*u + (1-a)*v + noise`` of two random
+    real vectors (a in [0.6, 0.9], noise of norm about 0.3), renormalised; cached as ``.npy``.
+
+    Returns:
+        float32 array of shape ``(n, real.shape[1])``.
+    """
+    path = CACHE_DIR / f"vectors-{n}-seed{seed}-real{len(real)}.npy"
+    if path.is_file():
+        return np.load(path)
+    rng = np.random.default_rng(seed)
+    extra = n - len(real)
+    u, v = real[rng.integers(0, len(real), extra)], real[rng.integers(0, len(real), extra)]
+    a = rng.uniform(0.6, 0.9, (extra, 1)).astype(np.float32)
+    mixed = a * u + (1 - a) * v + rng.normal(0, 0.3 / np.sqrt(real.shape[1]), u.shape).astype(np.float32)
+    mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+    vecs = np.ascontiguousarray(np.vstack([real, mixed]), dtype=np.float32)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def time_queries(index, embedder: Embedder, questions: list[str], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``questions`` one at a time against ``index``.
+
+    Returns:
+        ``(with_embed_ms, search_ms, ids)``: per-query milliseconds including and excluding the
+        query embedding (shape ``(q,)``), and the top-``k`` ids (shape ``(q, k)``).
+    """
+    for q in questions[:3]:
+        index.search(embedder.encode([q]), k)
+    total, search, ids = [], [], []
+    for q in questions:
+        t0 = time.perf_counter()
+        vec = embedder.encode([q])
+        t1 = time.perf_counter()
+        _, row = index.search(vec, k)
+        t2 = time.perf_counter()
+        total.append((t2 - t0) * 1e3)
+        search.append((t2 - t1) * 1e3)
+        ids.append(row[0])
+    return np.array(total), np.array(search), np.array(ids)
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    """Mean over rows of |found_i ∩ truth_i| / k, both arrays of shape ``(q, k)``."""
+    return float(np.mean([len(set(f) & set(t)) / truth.shape[1] for f, t in zip(found, truth)]))
+
+
+def bench_size(n: int, types: list[str], spec: IndexSpec, embedder: Embedder, questions: list[str],
+               args) -> list[dict]:
+    """All measurements for one corpus size: one row per index type (keys: ``COLUMNS`` and more)."""
+    chunks = synthetic_chunks(min(n, args.embed_max), args.seed)
+    real, embed_s = embedded_vectors(chunks, embedder, args.seed)
+    vecs = corpus_vectors(real, n, args.seed)
+    embed_rate = len(real) / embed_s
+    truth = None
+    rows = []
+    for kind in types:
+        t0 = time.perf_counter()
+        index = build_index(IndexSpec(kind, spec.m, spec.ef_construction, spec.ef_search), vecs)
+        add_s = time.perf_counter() - t0
+        total, search, ids = time_queries(index, embedder, questions, args.k)
+        if truth is None:
+            truth = build_index(IndexSpec("flat"), vecs).search(embedder.encode(questions), args.k)[1]
+        rows.append({"chunks": n, "index": kind, "embedded_chunks": len(real), "embed_seconds": round(embed_s, 2),
+                     "add_seconds": round(add_s, 3), "embed/s": round(embed_rate, 1),
+                     "add/s": round(n / add_s), "build/s": round(n / (n / embed_rate + add_s), 1),
+                     "ms median": round(float(np.median(search)), 3),
+                     "ms p90": round(float(np.percentile(search, 90)), 3),
+                     "ms median (+embed)": round(float(np.median(total)), 2),
+                     "ms p90 (+embed)": round(float(np.percentile(total, 90)), 2),
+                     "recall@k": round(recall(ids, truth), 4)})
+        print(f"  {n} {kind}: add {add_s:.1f}s, search median {rows[-1]['ms median']} ms", flush=True)
+    return rows
+
+
+def markdown(rows: list[dict], k: int) -> str:
+    """The rows as a Markdown table (columns ``COLUMNS``, ``recall@k`` named with the actual k)."""
+    head = [c.replace("@k", f"@{k}") for c in COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(f"{r[c]:,}" if isinstance(r[c], int) else str(r[c]) for c in COLUMNS) + " |"
+              for r in rows]
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    """CPU count and model, Python, faiss and torch versions, thread settings."""
+    import torch
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform.python_version(), "faiss": faiss.__version__,
+            "torch": torch.__version__, "faiss_threads": faiss.omp_get_max_threads()}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m optimize.bench_retrieval", description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (chunks)")
+    p.add_argument("--types", default="flat,hnsw", help="comma-separated index types: flat, hnsw")
+    p.add_argument("--queries", type=int, default=200, help="PopQA questions timed per (size, type)")
+    p.add_argument("--k", type=int, default=10, help="results per query (and the k of recall@k)")
+    p.add_argument("--embed-max", type=int, default=3000, help="chunks embedded for real; the rest synthesised")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--m", type=int, default=32, help="HNSW neighbours per node")
+    p.add_argument("--ef-construction", type=int, default=40)
+    p.add_argument("--ef-search", type=int, default=64)
+    p.add_argument("--threads", type=int, default=None, help="torch threads of the embedder (default: its own)")
+    p.add_argument("--out", default="results/bench-retrieval", help="folder of the JSON result")
+    args = p.parse_args(argv)
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        args.types = [IndexSpec(t.strip()).type for t in args.types.split(",") if t.strip()]
+        args.spec = IndexSpec("hnsw", args.m, args.ef_construction, args.ef_search)
+    except ValueError as exc:
+        p.error(str(exc))
+    if not args.sizes or min(args.sizes) < args.k or args.queries < 1 or args.embed_max < 2:
+        p.error("need sizes >= k, --queries >= 1 and --embed-max >= 2")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    embedder = Embedder(threads=args.threads)
+    questions = [q["question"] for q in load_questions(limit=args.queries, seed=args.seed)]
+    started = datetime.now()
+    rows = []
+    for n in args.sizes:
+        rows += bench_size(n, args.types, args.spec, embedder, questions, args)
+    table = markdown(rows, args.k)
+    print(table)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{started:%Y-%m-%d-%H%M%S}.json"
+    settings = {k: v for k, v in vars(args).items() if k != "spec"}
+    path.write_text(json.dumps({"settings": settings, "hnsw": args.spec.to_manifest(), "machine": machine(),
+                                "embedder_threads": embedder.threads, "started": started.isoformat(timespec="seconds"),
+                                "rows": rows, "table": table}, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
