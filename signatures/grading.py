@@ -30,9 +30,12 @@ class GradeRetrieval(dspy.Signature):
 class StripRelevance(dspy.Signature):
     """Copy from the numbered knowledge strips the words that answer the question about this exact entity: the name, place, job, sport or genre asked for.
 
-    Write one item per strip that states the answer, as "[n] copied words". Leave out strips
-    about another entity or without the answer. If no strip answers, return an empty list."""
+    Write one line per strip that states the answer: its number in brackets, then the words
+    copied from it. Leave out strips about another entity or without the answer. If no strip
+    answers, write NONE."""
 
     question: str = dspy.InputField()
     strips: list[str] = dspy.InputField(desc="numbered knowledge strips, sentences from retrieved documents")
-    answer_spans: list[str] = dspy.OutputField(desc="one item per answering strip: its number in brackets, then the words copied from it")
+    # a string, parsed by program.refine.score_spans: a typed list fails to parse whenever the
+    # small model writes bare strip numbers ([1, 3]), which it does about once in seven
+    answer_spans: str = dspy.OutputField(desc="one line per answering strip: [n] then the words copied from strip n; or NONE")

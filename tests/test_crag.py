@@ -226,7 +226,7 @@ def test_refinement_grades_all_strips_in_one_call(fake_lm):
 def test_unparseable_strip_grading_keeps_nothing_and_says_so(fake_lm):
     import signatures
 
-    fake_lm.rules[signatures.StripRelevance] = lambda i: {"answer_spans": "I found nothing"}
+    fake_lm.rules[signatures.StripRelevance] = lambda i: {"verdict": "relevant"}  # no answer_spans field
     result, _ = run([FOUNDING], web_pages=())
     refine = next(s for s in result.trace.steps if s.step == "refine-internal")
     assert "unparseable" in refine.notes and result.fallback

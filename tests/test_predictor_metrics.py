@@ -30,6 +30,15 @@ def test_strip_accuracy_credits_a_misnumbered_copy_and_ignores_garbage():
     assert pm.strip_accuracy(example, dspy.Prediction(answer_spans="not a list")) == 0.5
 
 
+def test_bare_strip_numbers_keep_their_strips_as_loose_copies():
+    # the failing output of the 1.5B model during compile: [1, 3] instead of "[1] words"
+    from program.refine import score_spans
+
+    assert score_spans([1, 3, 9], ["a b", "c d", "e f"]) == [0.5, 0.0, 0.5]
+    example = strips_example(["Jane Roe founded it.", "It is in Ohio.", "Built in 1999."], relevant=[1, 3])
+    assert pm.strip_accuracy(example, dspy.Prediction(answer_spans=[1, 3])) == 1.0
+
+
 class OneDocKB:
     def search(self, query, k=3):
         doc = "decline-codes.md" if "decline" in query else "fees.md"
@@ -53,3 +62,21 @@ def test_answer_metric_rewards_grounded_correct_answers():
     assert pm.answer_and_grounding_metric(example, grounded) == 1.0
     assert pm.answer_and_grounding_metric(example, padded) == 0.5
     assert pm.answer_and_grounding_metric(example, dspy.Prediction(answer="Elon Musk")) == 0.0
+
+
+@pytest.mark.parametrize(
+    "output, scores",
+    [
+        ("[1] Jane Roe\n[3] 1999", [1.0, 0.0, 1.0]),            # one line per answering strip
+        ('["[2] Ohio"]', [0.0, 1.0, 0.0]),                       # a JSON list
+        ("[1, 3]", [0.5, 0.0, 0.5]),                             # bare numbers: named, not copied
+        ("1999", [0.0, 0.0, 1.0]),                               # no number: the strip holding it
+        ("[2] Jane Roe", [1.0, 0.0, 0.0]),                       # misnumbered copy
+        ("NONE", [0.0, 0.0, 0.0]),
+        ("I found nothing", [0.0, 0.0, 0.0]),
+    ],
+)
+def test_score_spans_reads_every_output_shape(output, scores):
+    from program.refine import score_spans
+
+    assert score_spans(output, ["Jane Roe founded it.", "It is in Ohio.", "Built in 1999."]) == scores
