@@ -23,7 +23,7 @@ from signatures import CheckClaimSupport, ExtractClaims
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _RANK = ["no", "partially", "fully"]
 _STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
-_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|contain)|no information)\b", re.I)
+_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|specified|given|contain)|no information)\b", re.I)
 
 
 def is_abstention(answer: str) -> bool:

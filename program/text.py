@@ -14,9 +14,14 @@ _WORD = re.compile(r"[\w']+")
 _MARKER = re.compile(r"\[\[ ## \w+ ## \]\]")
 
 
+def _base(word: str) -> str:
+    # "Espinal's" is the name "Espinal": without this a possessive claim never matched its evidence
+    return word[:-2] if word.endswith("'s") and len(word) > 2 else word
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens."""
-    return _WORD.findall(text.lower())
+    """Lower-cased word tokens, possessive "'s" removed."""
+    return [_base(w) for w in _WORD.findall(text.lower())]
 
 
 def content_words(text: str) -> set[str]:
@@ -30,7 +35,7 @@ def numbers(text: str) -> set[str]:
 
 def names(text: str) -> set[str]:
     """Capitalised words (names, places, titles), lower-cased, stopwords left out."""
-    return {w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", text)} - STOPWORDS
+    return {_base(w.lower()) for w in re.findall(r"\b[A-Z][\w'-]*", text)} - STOPWORDS
 
 
 def has_negation(text: str) -> bool:

@@ -99,3 +99,20 @@ def test_judge_support_verdicts(claim, quote, verdict):
 def test_abstentions_and_citation_stripping():
     assert is_abstention("I don't know.") and is_abstention("") and not is_abstention("Jane Roe [1].")
     assert strip_citations("Jane Roe founded it [1][2], as mentioned in strip [1].") == "Jane Roe founded it."
+
+
+def test_possessive_claim_is_supported_by_its_evidence():
+    # the failing case from the README's question: "Espinal's" never matched "Espinal"
+    from program.selfcheck import judge_support
+
+    evidence = ("Herlyn Iván Espinal Martínez (14 September 1982 – 20 July 2014) was a Honduran "
+                "journalist and television reporter who worked for Hoy Mismo.")
+    claim = "Herlyn Espinal's occupation is journalist and television reporter."
+    assert judge_support(claim, evidence, evidence) == "fully"
+
+
+def test_not_specified_in_the_context_is_an_abstention():
+    from program.selfcheck import is_abstention
+
+    assert is_abstention("Espinal's occupation is not specified in the given context.")
+    assert not is_abstention("Espinal was a journalist.")
