@@ -183,3 +183,14 @@ def test_resources_builds_backends_by_name(monkeypatch, web_config):
     assert isinstance(resources.resolve_web(web_config.with_(backend="serper")), SerperBackend)
     with pytest.raises(ValueError, match="unknown web backend"):
         resources.web_backend("bing")
+
+
+def test_keyed_backend_is_abstract():
+    # a backend that forgets _search fails at construction, not at its first query
+    from program.web.keyed import KeyedBackend
+
+    class Incomplete(KeyedBackend):
+        name, key_variable = "tavily", "TAVILY_API_KEY"
+
+    with pytest.raises(TypeError, match="abstract"):
+        Incomplete()

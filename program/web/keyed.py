@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from program.web.base import SearchHit
 from program.web.config import WebConfig
 from program.web.transport import make_session, require_key
 
 
-class KeyedBackend:
+class KeyedBackend(ABC):
     """Base for a backend that needs an API key from the environment.
 
     Subclasses set ``name`` and ``key_variable`` (e.g. ``"TAVILY_API_KEY"``; the key is read
-    from ``config.<name>_api_key``) and implement ``_search(query, k)``.
+    from ``config.<name>_api_key``) and implement ``_search(query, k)``; the class itself is
+    abstract and cannot be instantiated.
 
     Raises:
         WebSearchError: (constructor) ``<key_variable> is not set``.
@@ -31,5 +34,10 @@ class KeyedBackend:
             return []
         return self._search(query, k)
 
+    @abstractmethod
     def _search(self, query: str, k: int) -> list[SearchHit]:
-        raise NotImplementedError
+        """The provider's request for a non-blank ``query``: at most ``k`` hits, best first.
+
+        Raises:
+            WebSearchError: the provider failed (HTTP error, timeout, unreadable reply).
+        """
