@@ -99,12 +99,14 @@ class RetrievalEvaluator(dspy.Module):
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None) -> list[ChunkGrade]:
         grades: list[ChunkGrade] = []
+        decided = False  # a graded passage reached stop_at: every later one stays ungraded
         for passage in passages:
-            if stop_at is not None and grades and grades[-1].score >= stop_at:
+            if decided:
                 grades.append(ChunkGrade(passage.id, UNGRADED, "ungraded",
                                          f"not graded: a passage above {stop_at} already decided CORRECT"))
             else:
                 grades.append(self._grade_one(question, passage))
+                decided = stop_at is not None and grades[-1].score >= stop_at
         return grades
 
     def _grade_one(self, question: str, passage: Passage) -> ChunkGrade:

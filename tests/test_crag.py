@@ -214,6 +214,13 @@ def test_lazy_evaluation_grades_on_until_a_passage_passes_the_upper_threshold(fa
     assert result.action is Action.CORRECT and result.confidence == pytest.approx(1.0)
 
 
+def test_lazy_evaluation_leaves_every_passage_after_the_deciding_one_ungraded(fake_lm):
+    # the bug: an ungraded grade (-1) re-armed the check, so the third passage was graded again
+    result, _ = run([FOUNDING, OFF_TOPIC, "Acme Rockets sells sounding rockets."])
+    assert [(g.reason, g.score) for g in result.grades] == [("relevant", 1.0), ("ungraded", -1.0), ("ungraded", -1.0)]
+    assert fake_lm.calls["GradeRetrieval"] == 1
+
+
 def test_refinement_grades_all_strips_in_one_call(fake_lm):
     text = FOUNDING + " Jane Roe also founded Roe Labs in 2005. The sky is blue over the launch site today."
     result, _ = run([text], lazy_evaluation=False)

@@ -32,7 +32,13 @@ def test_real_model_answers_popqa_questions(program):
     for q, result in zip(questions, results):
         assert isinstance(result, CRAGResult) and result.answer
         assert result.action in (Action.CORRECT, Action.AMBIGUOUS, Action.INCORRECT)
-        assert len(result.grades) == 3 and all(0.0 <= g.score <= 1.0 for g in result.grades)
+        # lazy evaluation: graded passages score in [0, 1]; once one passes the upper threshold the rest are ungraded
+        assert len(result.grades) == 3
+        graded = [g for g in result.grades if g.reason != "ungraded"]
+        assert graded and all(0.0 <= g.score <= 1.0 for g in graded)
+        assert all(g.score == -1.0 for g in result.grades if g.reason == "ungraded")
+        if len(graded) < 3:  # grading stopped at the first passage above the upper threshold
+            assert graded[-1].score >= crag.upper and result.grades[len(graded)].reason == "ungraded"
         # the real model was called and its usage was counted
         assert result.trace.lm_calls >= 3 and result.trace.prompt_tokens > 100
         # the question's own knowledge-base document is retrieved
