@@ -41,8 +41,11 @@ class PredictorSpec:
     """A compiled predictor: its labeled data, signature, place in CRAG, and metric.
 
     ``labeled_demos`` is False when the labels are not the signature's outputs (rewrite rows
-    carry expert terms, not a query), so only bootstrapped demos can teach; ``threshold`` is
-    the metric score a bootstrapped trace needs to become a demo.
+    carry expert terms, not a query), so only bootstrapped demos can teach; ``extra_labeled``
+    labeled demos are added after the bootstrapped ones (bootstrapping keeps the examples the
+    model already gets right, which for strips are mostly one-strip rows; labeled rows also
+    show two or three answering strips). ``threshold`` is the metric score a bootstrapped
+    trace needs to become a demo.
     """
 
     kind: str
@@ -50,12 +53,13 @@ class PredictorSpec:
     path: str
     metric: object
     labeled_demos: bool = True
+    extra_labeled: int = 0
     threshold: float = 0.99
 
 
 SPECS = [
     PredictorSpec("grading", GradeRetrieval, "evaluator.grade", pm.grading_metric),
-    PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy, labeled_demos=False),
+    PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy, extra_labeled=2),
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_and_grounding_metric),
@@ -70,7 +74,7 @@ def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> di
 
 
 def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"):
-    labeled = demos if spec.labeled_demos else 0
+    labeled = demos + spec.extra_labeled if spec.labeled_demos else 0
     if name == "bootstrap":
         # bool(dspy.Prediction(score=0.0)) is True, so the threshold is what filters demos.
         return dspy.BootstrapFewShot(metric=spec.metric, metric_threshold=spec.threshold,
@@ -88,13 +92,24 @@ def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"
     raise ValueError(f"unknown optimizer {name!r}; choose {', '.join(OPTIMIZERS)}")
 
 
+def label_spans(strips: list[str], relevant: list[int], words: int = 12) -> str:
+    """StripRelevance's output for a labeled strip row: ``"[n] <first words of strip n>"`` per
+    relevant strip, one per line, or ``NONE``. The copies are verbatim, so ``score_spans``
+    scores the labeled strips 1.0 and the others 0; they are short because the model imitates
+    its demos and writes about 10 tokens a second."""
+    lines = [f"[{n}] " + " ".join(strips[n - 1].split()[:words]) for n in sorted(relevant)]
+    return "\n".join(lines) or "NONE"
+
+
 def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
-    """The split's examples for one predictor; a strip row is one example with its strips numbered."""
+    """The split's examples for one predictor; a strip row is one example with its strips numbered
+    and its label written as the signature's output (``label_spans``), so it can serve as a demo."""
     if kind != "strips":
         return adversarial.load_examples(kind, split)
     return [
         dspy.Example(question=row["question"], strips=numbered(row["strips"]), texts=row["strips"],
-                     relevant=row["relevant"]).with_inputs("question", "strips")
+                     relevant=row["relevant"], answer_spans=label_spans(row["strips"], row["relevant"]),
+                     ).with_inputs("question", "strips")
         for row in adversarial.load_rows("strips", split)
     ]
 
@@ -112,7 +127,9 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
     before = _evaluate(student, dev, spec, knowledge_base)
     started = time.perf_counter()
     compiled = _optimizer(optimizer, spec, BUDGETS[budget], budget).compile(student.deepcopy(), trainset=train)
-    after = _evaluate(compiled, dev, spec, knowledge_base)
+    unchanged = not compiled.demos and compiled.signature.instructions == student.signature.instructions
+    # at temperature 0 an unchanged predictor scores the same: skip its dev calls
+    after = before if unchanged else _evaluate(compiled, dev, spec, knowledge_base)
     keep = compiled if after["primary"] >= before["primary"] else student
     figures = {"before": before["primary"], "after": after["primary"],
                "kept": "compiled" if keep is compiled else "uncompiled", "demos": len(keep.demos),

@@ -90,3 +90,29 @@ def test_another_lm_or_data_set_is_not_comparable(tmp_path):
     assert compile_mod.may_overwrite({**manifest, "data_hash": "y"}, tmp_path, force=False) == (
         True, "the saved compile used another LM or other data")
     assert compile_mod.dev_score(manifest) == 0.05
+
+
+def test_label_spans_write_a_strip_label_as_the_signatures_output():
+    from program.refine import score_spans
+
+    strips = ["Christopher Hutchings (born 5 July 1957) is an English former footballer and manager.",
+              "Michael Hutchings (born 1949) is a professional chef who is best known as the chef/owner of Michael's Waterside.",
+              "Since 2015, he has appeared as the Chef Host of a cooking program."]
+    spans = compile_mod.label_spans(strips, [3, 2])
+    assert spans == ("[2] Michael Hutchings (born 1949) is a professional chef who is best known\n"
+                     "[3] Since 2015, he has appeared as the Chef Host of a cooking")
+    assert score_spans(spans, strips) == [0.0, 1.0, 1.0]
+    assert compile_mod.label_spans(strips, []) == "NONE" and score_spans("NONE", strips) == [0.0, 0.0, 0.0]
+
+
+def test_strip_demos_add_labeled_rows_to_the_bootstrapped_ones(tmp_path, fake_compile):
+    compile_mod.main(["--out", str(tmp_path), "--force"])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    strips = manifest["metrics_dev"]["strips"]
+    state = json.loads((tmp_path / "crag.json").read_text())
+    demos = state["refiner.grade"]["demos"]
+    if strips["kept"] == "compiled":
+        # light budget: 2 bootstrapped + 2 labeled demos, each with the output field filled
+        assert len(demos) == 4 and all(d.get("answer_spans") for d in demos)
+    else:
+        assert demos == []
