@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import random
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -32,7 +33,10 @@ from program.evaluator import score_grade  # noqa: E402
 from program.refine import numbered  # noqa: E402
 from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance  # noqa: E402
 
-BUDGETS = {"light": 2, "medium": 3, "heavy": 4}  # few-shot demos per predictor
+# budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
+# The dev measurements (before and after, one LM call a row) are most of a compile's calls;
+# light samples them so a compile on the embedded model and 2 cores stays under 30 minutes.
+BUDGETS = {"light": (2, 24), "medium": (3, 48), "heavy": (4, None)}
 OPTIMIZERS = ("bootstrap", "mipro", "gepa")
 
 
@@ -114,19 +118,34 @@ def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
     ]
 
 
-def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledge_base=None) -> tuple[dspy.Predict, dict]:
+def sample_rows(rows: list, n: int | None, seed: int = 0) -> list:
+    """``n`` of ``rows`` drawn with a fixed seed, in their original order; all when ``n`` is
+    None or at least ``len(rows)``."""
+    if n is None or n >= len(rows):
+        return list(rows)
+    keep = set(random.Random(seed).sample(range(len(rows)), n))
+    return [row for i, row in enumerate(rows) if i in keep]
+
+
+def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledge_base=None,
+                      dev_rows: int | None = None) -> tuple[dspy.Predict, dict]:
     """Compile one predictor; return the one to keep and its before/after dev figures.
+
+    Args:
+        dev_rows: dev rows measured (a seeded sample, ``sample_rows``); None: the budget's
+            default (``BUDGETS``); 0: all.
 
     The compiled predictor is kept when its primary dev figure is not lower than the
     uncompiled one's (``optimize.predictor_metrics.dev_figures``).
     """
+    demos, default_rows = BUDGETS[budget]
     train = labeled_examples(spec.kind, "train")
-    dev = labeled_examples(spec.kind, "dev")
+    dev = sample_rows(labeled_examples(spec.kind, "dev"), default_rows if dev_rows is None else (dev_rows or None))
     print(f"\n== {spec.kind} ({spec.signature.__name__}): {len(train)} train, {len(dev)} dev", flush=True)
     student = dspy.Predict(spec.signature)
     before = _evaluate(student, dev, spec, knowledge_base)
     started = time.perf_counter()
-    compiled = _optimizer(optimizer, spec, BUDGETS[budget], budget).compile(student.deepcopy(), trainset=train)
+    compiled = _optimizer(optimizer, spec, demos, budget).compile(student.deepcopy(), trainset=train)
     unchanged = not compiled.demos and compiled.signature.instructions == student.signature.instructions
     # at temperature 0 an unchanged predictor scores the same: skip its dev calls
     after = before if unchanged else _evaluate(compiled, dev, spec, knowledge_base)
@@ -188,9 +207,9 @@ def dev_score(manifest: dict) -> float:
 def may_overwrite(manifest: dict, out: str | Path, force: bool) -> tuple[bool, str]:
     """Whether the new compile may replace the one saved in ``out``, and why.
 
-    A saved compile for the same LM and the same data is replaced only when the new one's
-    ``dev_score`` is at least as high, or with ``force``; a different LM or data set is not
-    comparable, so it is replaced.
+    A saved compile for the same LM, the same data and the same dev rows is replaced only
+    when the new one's ``dev_score`` is at least as high, or with ``force``; a different LM,
+    data set or dev sample (another budget or ``--dev-rows``) is not comparable, so it is replaced.
     """
     path = Path(out) / "manifest.json"
     if force or not path.exists():
@@ -202,6 +221,9 @@ def may_overwrite(manifest: dict, out: str | Path, force: bool) -> tuple[bool, s
         return True, "the saved manifest is unreadable"
     if saved.get("lm") != manifest["lm"] or saved.get("data_hash") != manifest["data_hash"]:
         return True, "the saved compile used another LM or other data"
+    if {k: m.get("dev") for k, m in saved.get("metrics_dev", {}).items()} != \
+            {k: m.get("dev") for k, m in manifest["metrics_dev"].items()}:
+        return True, "the saved compile was measured on other dev rows"
     new = dev_score(manifest)
     if new < old:
         return False, f"dev score {new:.4f} is below the saved compile's {old:.4f} (use --force to replace it)"
@@ -215,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base")
     parser.add_argument("--optimizer", default="bootstrap", choices=OPTIMIZERS)
     parser.add_argument("--budget", default="light", choices=list(BUDGETS),
-                        help="demos per predictor (2/3/4) and MIPROv2/GEPA's auto budget")
+                        help="demos per predictor (2/3/4), dev rows measured per predictor (24/48/all) "
+                             "and MIPROv2/GEPA's auto budget")
+    parser.add_argument("--dev-rows", type=int, default=None,
+                        help="dev rows measured per predictor (a seeded sample; 0: all); default: the budget's")
     parser.add_argument("--out", default=str(COMPILED_DIR))
     parser.add_argument("--force", action="store_true", help="save even when worse on dev than the saved compile")
     args = parser.parse_args(argv)
@@ -232,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in SPECS:
         if spec.kind == "rewrite":
             spec = replace(spec, metric=pm.rewrite_metric_for(kb))
-        keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb)
+        keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
     thresholds = calibrate_thresholds(predictors["evaluator.grade"])

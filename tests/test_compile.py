@@ -116,3 +116,34 @@ def test_strip_demos_add_labeled_rows_to_the_bootstrapped_ones(tmp_path, fake_co
         assert len(demos) == 4 and all(d.get("answer_spans") for d in demos)
     else:
         assert demos == []
+
+
+def test_sample_rows_is_seeded_and_keeps_the_order():
+    rows = list(range(68))
+    sample = compile_mod.sample_rows(rows, 24)
+    assert len(sample) == 24 and sample == sorted(sample) and sample == compile_mod.sample_rows(rows, 24)
+    assert compile_mod.sample_rows(rows, None) == rows and compile_mod.sample_rows(rows[:11], 24) == rows[:11]
+
+
+def test_light_budget_measures_at_most_24_dev_rows_per_predictor(tmp_path, fake_compile):
+    from eval_sets.adversarial import load_rows
+
+    compile_mod.main(["--out", str(tmp_path), "--force"])
+    metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
+    assert {k: m["dev"] for k, m in metrics.items()} == \
+        {k: min(24, len(load_rows(k, "dev"))) for k in ("grading", "strips", "rewrite", "support", "answers")}
+    compile_mod.main(["--out", str(tmp_path), "--force", "--dev-rows", "0"])
+    metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
+    assert metrics["support"]["dev"] == len(load_rows("support", "dev"))
+
+
+def test_a_compile_measured_on_other_dev_rows_is_not_comparable(tmp_path, fake_compile):
+    assert compile_mod.main(["--out", str(tmp_path)]) == 0
+    path = tmp_path / "manifest.json"
+    saved = json.loads(path.read_text())
+    for figures in saved["metrics_dev"].values():
+        figures.update(before=1.0, after=1.0)
+    path.write_text(json.dumps(saved))
+    ok, why = compile_mod.may_overwrite(saved | {"metrics_dev": {k: m | {"dev": 99} for k, m in saved["metrics_dev"].items()}},
+                                        tmp_path, force=False)
+    assert ok and why == "the saved compile was measured on other dev rows"
