@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from optimize.metrics import answer_correct
+from program.selfcheck import is_abstention
 from program.types import FALLBACK_ANSWER
 
 FALLBACK_TEXT = FALLBACK_ANSWER
@@ -79,8 +80,10 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
 
 
 def abstained(answer: str | None, fallback: bool) -> bool:
-    """True when the program gave the honest fallback (flagged, or its text in the answer)."""
-    return bool(fallback) or FALLBACK_TEXT.casefold() in (answer or "").casefold()
+    """True when the program gave the honest fallback (flagged, or its text in the answer) or
+    its answer only says it does not know (``program.selfcheck.is_abstention``: the ``crag``
+    and ``rag`` modes pass the generator's "I don't know" through unchanged)."""
+    return bool(fallback) or FALLBACK_TEXT.casefold() in (answer or "").casefold() or is_abstention(answer or "")
 
 
 def is_correct(row: dict, answer: str, fallback: bool) -> bool:

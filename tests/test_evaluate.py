@@ -178,3 +178,14 @@ def test_evaluate_adversarial_with_loader(fake_program, tmp_path, monkeypatch):
     s = json.loads((tmp_path / "summary.json").read_text())["modes"]["crag"]
     assert s["accuracy"] == 100.0  # gold match, then the fallback on the unanswerable one
     assert s["action_accuracy"] == 50.0  # correct == correct, ambiguous != incorrect
+
+
+def test_an_i_dont_know_answer_is_an_abstention():
+    # the failing input: crag answered an unanswerable adversarial question "I don't know"
+    # without the fallback flag, and it was scored wrong
+    from optimize.eval_data import abstained, is_correct
+
+    row = {"answerable": False, "gold": ["don't know"]}
+    assert abstained("I don't know", fallback=False) and is_correct(row, "I don't know", fallback=False)
+    assert not is_correct(row, "No, there is no dispute fee.", fallback=False)
+    assert not abstained("Acme Rockets was founded by Jane Roe [1].", fallback=False)
