@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 from program.resources import PROJECT_ROOT
@@ -47,10 +48,27 @@ def has_compiled(directory: str | Path = COMPILED_DIR) -> bool:
     return (Path(directory) / STATE_FILE).exists() and (Path(directory) / MANIFEST_FILE).exists()
 
 
+def _field_prefixes(state: dict) -> list[str]:
+    return [f.get("prefix") for f in state.get("signature", {}).get("fields", [])]
+
+
 def _load_state(program, path: Path) -> None:
-    """Load the saved state into ``program``; predictors the state lacks keep their own."""
+    """Load the saved state into ``program``.
+
+    Predictors the state lacks keep their own; so does a predictor whose saved signature has
+    other fields than its current one (the state was compiled for an older signature: DSPy
+    would pour its instructions and field descriptions into the new fields by position), with
+    a warning to recompile.
+    """
     saved = json.loads(path.read_text())
-    own = {name: param.dump_state() for name, param in program.named_parameters() if name not in saved}
+    current = {name: param.dump_state() for name, param in program.named_parameters()}
+    for name, state in current.items():
+        if name in saved and _field_prefixes(saved[name]) != _field_prefixes(state):
+            warnings.warn(f"{path}: {name} was compiled for another signature "
+                          f"({_field_prefixes(saved[name])}); it keeps its uncompiled instructions. "
+                          "Recompile: python -m optimize.compile", stacklevel=2)
+            del saved[name]
+    own = {name: state for name, state in current.items() if name not in saved}
     if not own:
         program.load(str(path))  # DSPy's own loader also warns about dependency version changes
         return

@@ -47,3 +47,25 @@ def test_a_failed_save_leaves_the_previous_compiled_program(tmp_path, monkeypatc
         save_compiled(program, {"lm": "second"}, tmp_path)
     assert (tmp_path / "crag.json").read_text() == before
     assert json.loads((tmp_path / "manifest.json").read_text())["lm"] == "first"
+
+
+def test_a_state_compiled_for_another_signature_is_not_loaded_into_the_new_one(tmp_path, fake_lm):
+    # the failing input: compiled/ saved for the batched StripRelevance (question, strips ->
+    # answer_spans) loaded into the per-strip one poured its instructions into the new fields
+    program = CRAG(knowledge_base=None)
+    program.evaluator.grade.demos = [dspy.Example(question="q", passage="p", same_entity=True,
+                                                  answers_question=True, outdated=False)]
+    save_compiled(program, {"lm": "fake", "thresholds": {"upper": 0.9, "lower": 0.5}}, tmp_path)
+    state = json.loads((tmp_path / "crag.json").read_text())
+    state["refiner.grade"]["signature"] = {
+        "instructions": "Copy from the numbered knowledge strips the words that answer the question.",
+        "fields": [{"prefix": "Question:", "description": "${question}"},
+                   {"prefix": "Strips:", "description": "numbered knowledge strips"},
+                   {"prefix": "Answer Spans:", "description": "one line per answering strip"}]}
+    (tmp_path / "crag.json").write_text(json.dumps(state))
+    with pytest.warns(UserWarning, match="refiner.grade was compiled for another signature"):
+        loaded = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
+    assert loaded.refiner.grade.signature.instructions.startswith("Copy from the knowledge strip the words")
+    assert list(loaded.refiner.grade.signature.output_fields) == ["answer_span"]
+    assert len(loaded.evaluator.grade.demos) == 1  # the other predictors still load
+    assert loaded(question="Who founded Acme Rockets?").answer.startswith("Acme Rockets was founded by Jane Roe")
