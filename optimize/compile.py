@@ -30,7 +30,6 @@ from optimize import predictor_metrics as pm  # noqa: E402
 from program.compiled import COMPILED_DIR, save_compiled  # noqa: E402
 from program.crag import CRAG  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
-from program.refine import numbered  # noqa: E402
 from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance  # noqa: E402
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
@@ -47,8 +46,7 @@ class PredictorSpec:
     ``labeled_demos`` is False when the labels are not the signature's outputs (rewrite rows
     carry expert terms, not a query), so only bootstrapped demos can teach; ``extra_labeled``
     labeled demos are added after the bootstrapped ones (bootstrapping keeps the examples the
-    model already gets right, which for strips are mostly one-strip rows; labeled rows also
-    show two or three answering strips). ``threshold`` is the metric score a bootstrapped
+    model already gets right, mostly strips it rightly kept; labeled ones also show NONE). ``threshold`` is the metric score a bootstrapped
     trace needs to become a demo.
     """
 
@@ -96,25 +94,27 @@ def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"
     raise ValueError(f"unknown optimizer {name!r}; choose {', '.join(OPTIMIZERS)}")
 
 
-def label_spans(strips: list[str], relevant: list[int], words: int = 12) -> str:
-    """StripRelevance's output for a labeled strip row: ``"[n] <first words of strip n>"`` per
-    relevant strip, one per line, or ``NONE``. The copies are verbatim, so ``score_spans``
-    scores the labeled strips 1.0 and the others 0; they are short because the model imitates
-    its demos and writes about 10 tokens a second."""
-    lines = [f"[{n}] " + " ".join(strips[n - 1].split()[:words]) for n in sorted(relevant)]
-    return "\n".join(lines) or "NONE"
+def label_span(strip: str, relevant: bool, words: int = 12) -> str:
+    """StripRelevance's output for a labeled strip: its first ``words`` words when relevant,
+    else ``NONE``. The copy is verbatim, so ``score_span`` scores it 1.0; it is short because
+    the model imitates its demos and writes about 10 tokens a second."""
+    return " ".join(strip.split()[:words]) if relevant else "NONE"
 
 
-def labeled_examples(kind: str, split: str) -> list[dspy.Example]:
-    """The split's examples for one predictor; a strip row is one example with its strips numbered
-    and its label written as the signature's output (``label_spans``), so it can serve as a demo."""
+def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dspy.Example]:
+    """The split's examples for one predictor, ``rows`` of them (``sample_rows``; None: all).
+
+    A strip row (a question and its strips) is expanded to one example per strip, its label
+    written as the signature's output (``label_span``) so that it can serve as a demo;
+    ``rows`` then counts strip rows, not strips.
+    """
     if kind != "strips":
-        return adversarial.load_examples(kind, split)
+        return sample_rows(adversarial.load_examples(kind, split), rows)
     return [
-        dspy.Example(question=row["question"], strips=numbered(row["strips"]), texts=row["strips"],
-                     relevant=row["relevant"], answer_spans=label_spans(row["strips"], row["relevant"]),
-                     ).with_inputs("question", "strips")
-        for row in adversarial.load_rows("strips", split)
+        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"],
+                     answer_span=label_span(strip, i in row["relevant"])).with_inputs("question", "strip")
+        for row in sample_rows(adversarial.load_rows("strips", split), rows)
+        for i, strip in enumerate(row["strips"], start=1)
     ]
 
 
@@ -140,7 +140,7 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
     """
     demos, default_rows = BUDGETS[budget]
     train = labeled_examples(spec.kind, "train")
-    dev = sample_rows(labeled_examples(spec.kind, "dev"), default_rows if dev_rows is None else (dev_rows or None))
+    dev = labeled_examples(spec.kind, "dev", default_rows if dev_rows is None else (dev_rows or None))
     print(f"\n== {spec.kind} ({spec.signature.__name__}): {len(train)} train, {len(dev)} dev", flush=True)
     student = dspy.Predict(spec.signature)
     before = _evaluate(student, dev, spec, knowledge_base)

@@ -9,7 +9,7 @@ import re
 from pathlib import PurePath
 
 from program.evaluator import score_grade
-from program.refine import score_spans
+from program.refine import score_span
 from program.selfcheck import is_abstention, judge_support
 from program.text import coverage
 
@@ -29,15 +29,14 @@ def grading_metric(example, pred, trace=None) -> float:
     return 1.0 if reason == example.reason else 0.5
 
 
-def kept_strips(example, pred, threshold: float = 0.5) -> list[bool]:
-    """Which of the example's strips the refiner would keep from StripRelevance's output."""
-    return [score >= threshold for score in score_spans(getattr(pred, "answer_spans", None), list(example.texts))]
+def kept_strip(example, pred, threshold: float = 0.5) -> bool:
+    """Whether the refiner would keep the example's strip from StripRelevance's output."""
+    return score_span(str(getattr(pred, "answer_span", "") or ""), example.strip) >= threshold
 
 
 def strip_accuracy(example, pred, trace=None) -> float:
-    """Share of the example's strips kept exactly when labeled relevant (``relevant``: 1-based numbers)."""
-    kept = kept_strips(example, pred)
-    return sum(k == (n in example.relevant) for n, k in enumerate(kept, start=1)) / len(kept) if kept else 1.0
+    """1.0 when the strip is kept exactly when it is labeled relevant (``relevant``: bool)."""
+    return float(kept_strip(example, pred) == bool(example.relevant))
 
 
 def rewrite_recall(example, pred, trace=None) -> float:
@@ -115,14 +114,13 @@ def rewrite_retrieval_hit(knowledge_base, example, pred, k: int = 3) -> float:
 
 
 def strip_f1(results) -> dict:
-    """Precision, recall and F1 of keeping relevant strips, over all strips of ``(example, pred, score)`` rows."""
+    """Precision, recall and F1 of keeping relevant strips over ``(example, pred, score)`` rows, one strip each."""
     tp = fp = fn = 0
     for example, pred, _ in results:
-        for n, kept in enumerate(kept_strips(example, pred), start=1):
-            relevant = n in example.relevant
-            tp += kept and relevant
-            fp += kept and not relevant
-            fn += (not kept) and relevant
+        kept, relevant = kept_strip(example, pred), bool(example.relevant)
+        tp += kept and relevant
+        fp += kept and not relevant
+        fn += (not kept) and relevant
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0

@@ -2,16 +2,15 @@
 
 Each passage is decomposed into knowledge strips (sentences; a fragment under ``min_words``
 words is joined to its neighbour); the strips are pre-filtered by embedding similarity to the
-question (cheap, no LM call); the survivors are graded together by one ``StripRelevance``
-call (temperature 0), which copies the answer out of each numbered strip that states it; and
-the strips whose copy checks out are recomposed in source order, each keeping its source id.
-One call per refinement, not one per strip, is the cost cut of issue 5: the strips are short,
-so the batched prompt costs little more than one of the per-strip prompts did.
+question (cheap, no LM call), which bounds the LM calls of a refinement at ``prefilter_top``;
+each survivor is graded by one ``StripRelevance`` call (temperature 0) that copies the answer
+out of it or says NONE; and the strips whose copy checks out are recomposed in source order,
+each keeping its source id. (Grading all strips in one call was tried and dropped: the 1.5B
+model then named a strip for nearly every question, answerable or not.)
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 import dspy
@@ -23,13 +22,6 @@ from program.types import Passage, Strip
 from signatures import StripRelevance
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_BARE_NUMBERS = re.compile(r"^(?:\[\s*\d+(?:\s*,\s*\d+)*\s*\]|\d+(?:\s*,\s*\d+)+)$")  # "[1, 3]", "[2]", "1, 3"
-_NUMBERED = re.compile(r"^\s*\[?(\d+)\]?[\s:.)-]+(.*)$", re.S)
-
-
-def numbered(texts: list[str]) -> list[str]:
-    """Texts as the model sees them: ``["[1] text", "[2] text", ...]``."""
-    return [f"[{i}] {t}" for i, t in enumerate(texts, start=1)]
 
 
 def score_span(span: str, strip: str) -> float:
@@ -45,57 +37,6 @@ def score_span(span: str, strip: str) -> float:
     if span.lower() in strip.lower():
         return 1.0
     return 0.5 if coverage(span, strip) >= 0.6 else 0.0
-
-
-def span_items(spans) -> list:
-    """StripRelevance's output as items: ``"[n] words"`` strings and bare strip numbers.
-
-    Accepts a string (one item per line; a JSON list is read as a list; numbers with no words,
-    like ``"[1, 3]"``, are bare numbers) or a list of strings and ints. Anything else: no items.
-    """
-    if isinstance(spans, str):
-        text = spans.strip()
-        if _BARE_NUMBERS.match(text):
-            return [int(n) for n in re.findall(r"\d+", text)]
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        spans = parsed if isinstance(parsed, list) else [line for line in text.splitlines() if line.strip()]
-    if not isinstance(spans, list):
-        return []
-    return [item if isinstance(item, int) and not isinstance(item, bool) else str(item) for item in spans]
-
-
-def score_spans(spans, strips: list[str]) -> list[float]:
-    """Relevance of each strip from StripRelevance's ``"[n] copied words"`` items (``span_items``).
-
-    Args:
-        spans: the model's output, a string or a list (see ``span_items``).
-        strips: the strip texts, strip ``n`` being ``strips[n - 1]``.
-
-    Returns:
-        one score per strip, the best ``score_span`` of the items aimed at it. An item
-        whose number is missing or wrong is checked against every strip, so a misnumbered
-        copy still counts for the strip that holds it verbatim; a strip no item names scores 0.
-        A bare number (the model named the strip but copied nothing) scores 0.5, like a
-        loose copy: the 1.5B model answers that way for about one question in seven.
-    """
-    scores = [0.0] * len(strips)
-    for item in span_items(spans):
-        if isinstance(item, int):
-            if 1 <= item <= len(strips):
-                scores[item - 1] = max(scores[item - 1], 0.5)
-            continue
-        match = _NUMBERED.match(item)
-        n, copy = (int(match.group(1)), match.group(2)) if match else (0, item)
-        if 1 <= n <= len(strips) and score_span(copy, strips[n - 1]) > 0:
-            scores[n - 1] = max(scores[n - 1], score_span(copy, strips[n - 1]))
-        else:  # missing or wrong number: credit every strip that holds the copy verbatim
-            for i, strip in enumerate(strips):
-                if score_span(copy, strip) == 1.0:
-                    scores[i] = 1.0
-    return scores
 
 
 def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> list[Strip]:
@@ -124,21 +65,21 @@ class KnowledgeRefiner(dspy.Module):
         embedder: object with ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, used
             to pre-filter strips by cosine similarity to the question before any LM call;
             None sends every strip to the LM.
-        prefilter_top: strips kept by the pre-filter and graded by the LM (at most).
+        prefilter_top: strips kept by the pre-filter and graded by the LM, one call each (at most).
         max_strips: strips kept after grading (the best ``n`` of CRAG's recomposition).
         keep_threshold: a strip is kept when its score (``score_span``) is at least this;
             0.5 keeps loose copies of the answer, 1.0 only verbatim ones.
         strip_words: the strip window in words.
 
-    Edge behaviour: when the grading output cannot be parsed, every candidate scores 0 (all
-    dropped: unverified knowledge is not used) and ``last_note`` says so. When no strip
+    Edge behaviour: a strip whose grading output cannot be parsed scores 0 (dropped:
+    unverified knowledge is not used) and ``last_note`` counts it. When no strip
     reaches the threshold nothing is kept: an irrelevant source contributes nothing.
 
     Example:
         >>> strips = KnowledgeRefiner(embedder)(question="Who wrote Dune?", passages=passages)
     """
 
-    def __init__(self, embedder=None, prefilter_top: int = 5, max_strips: int = 4, keep_threshold: float = 0.5,
+    def __init__(self, embedder=None, prefilter_top: int = 4, max_strips: int = 4, keep_threshold: float = 0.5,
                  strip_words: int = 50):
         super().__init__()
         self.grade = dspy.Predict(StripRelevance)
@@ -154,19 +95,17 @@ class KnowledgeRefiner(dspy.Module):
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
         candidates = self._prefilter(question, strips)
-        failure = ""
-        if candidates:
+        failures = 0
+        for strip in candidates:
             try:
-                out = self.grade(question=question, strips=numbered([s.text for s in candidates]),
-                                 config=CRITIQUE_CONFIG)
-                scores = score_spans(out.answer_spans, [s.text for s in candidates])
-            except Exception as exc:  # unparseable output: no strip is trusted
-                scores, failure = [0.0] * len(candidates), f"; grading output unparseable ({type(exc).__name__})"
-            for strip, score in zip(candidates, scores):
-                strip.relevance = score
+                out = self.grade(question=question, strip=strip.text, config=CRITIQUE_CONFIG)
+                strip.relevance = score_span(out.answer_span, strip.text)
+            except Exception:  # unparseable output: the strip is not trusted
+                strip.relevance, failures = 0.0, failures + 1
         kept = sorted((s for s in candidates if s.relevance >= self.keep_threshold), key=lambda s: -s.relevance)
         kept = kept[: self.max_strips]
-        self.last_note = f"graded {len(candidates)} of {len(strips)} strips in one call, kept {len(kept)}{failure}"
+        self.last_note = f"graded {len(candidates)} of {len(strips)} strips, kept {len(kept)}" + (
+            f"; {failures} unparseable" if failures else "")
         order = {p.id: n for n, p in enumerate(passages)}
         return sorted(kept, key=lambda s: (order.get(s.source_id, 0), s.position))
 

@@ -62,8 +62,8 @@ def grade(inputs):
 
 
 def grade_strip(inputs):
-    """Copy "Jane Roe" out of every numbered strip that names her."""
-    return {"answer_spans": [s.split("]")[0] + "] Jane Roe" for s in parse_list(inputs["strips"]) if "Jane Roe" in s]}
+    """Copy "Jane Roe" out of a strip that names her, else NONE."""
+    return {"answer_span": "Jane Roe" if "Jane Roe" in inputs["strip"] else "NONE"}
 
 
 def generate(inputs):

@@ -23,7 +23,7 @@ def rules():
     """A fake model that grades everything relevant, copies the strip, quotes the evidence."""
     return {
         GradeRetrieval: lambda i: {"same_entity": True, "answers_question": True, "outdated": False},
-        StripRelevance: lambda i: {"answer_spans": parse_list(i["strips"])},
+        StripRelevance: lambda i: {"answer_span": i["strip"]},
         RewriteQuery: lambda i: {"query": i["question"]},
         CheckClaimSupport: lambda i: {"quote": i["evidence"].split(". ")[0]},
         GenerateAnswer: lambda i: {"answer": parse_list(i["context"])[0][4:] + " [1]"},
@@ -92,20 +92,30 @@ def test_another_lm_or_data_set_is_not_comparable(tmp_path):
     assert compile_mod.dev_score(manifest) == 0.05
 
 
-def test_label_spans_write_a_strip_label_as_the_signatures_output():
-    from program.refine import score_spans
+def test_label_span_writes_a_strip_label_as_the_signatures_output():
+    from program.refine import score_span
 
-    strips = ["Christopher Hutchings (born 5 July 1957) is an English former footballer and manager.",
-              "Michael Hutchings (born 1949) is a professional chef who is best known as the chef/owner of Michael's Waterside.",
-              "Since 2015, he has appeared as the Chef Host of a cooking program."]
-    spans = compile_mod.label_spans(strips, [3, 2])
-    assert spans == ("[2] Michael Hutchings (born 1949) is a professional chef who is best known\n"
-                     "[3] Since 2015, he has appeared as the Chef Host of a cooking")
-    assert score_spans(spans, strips) == [0.0, 1.0, 1.0]
-    assert compile_mod.label_spans(strips, []) == "NONE" and score_spans("NONE", strips) == [0.0, 0.0, 0.0]
+    strip = "Michael Hutchings (born 1949) is a professional chef who is best known as the chef/owner of Michael's Waterside."
+    span = compile_mod.label_span(strip, True)
+    assert span == "Michael Hutchings (born 1949) is a professional chef who is best known"
+    assert score_span(span, strip) == 1.0
+    assert compile_mod.label_span(strip, False) == "NONE" and score_span("NONE", strip) == 0.0
 
 
-def test_strip_demos_add_labeled_rows_to_the_bootstrapped_ones(tmp_path, fake_compile):
+def test_strip_examples_are_one_per_strip_with_their_label():
+    from eval_sets.adversarial import load_rows
+
+    rows = load_rows("strips", "dev")
+    examples = compile_mod.labeled_examples("strips", "dev")
+    assert len(examples) == sum(len(r["strips"]) for r in rows)
+    first = rows[0]
+    assert [e.relevant for e in examples[: len(first["strips"])]] == [i in first["relevant"] for i in range(1, len(first["strips"]) + 1)]
+    assert all((e.answer_span == "NONE") != e.relevant for e in examples)
+    # the light budget's sample counts strip rows, not strips
+    assert len({e.question for e in compile_mod.labeled_examples("strips", "dev", 5)}) <= 5
+
+
+def test_strip_demos_add_labeled_examples_to_the_bootstrapped_ones(tmp_path, fake_compile):
     compile_mod.main(["--out", str(tmp_path), "--force"])
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     strips = manifest["metrics_dev"]["strips"]
@@ -113,7 +123,7 @@ def test_strip_demos_add_labeled_rows_to_the_bootstrapped_ones(tmp_path, fake_co
     demos = state["refiner.grade"]["demos"]
     if strips["kept"] == "compiled":
         # light budget: 2 bootstrapped + 2 labeled demos, each with the output field filled
-        assert len(demos) == 4 and all(d.get("answer_spans") for d in demos)
+        assert len(demos) == 4 and all(d.get("answer_span") for d in demos)
     else:
         assert demos == []
 
@@ -130,8 +140,11 @@ def test_light_budget_measures_at_most_24_dev_rows_per_predictor(tmp_path, fake_
 
     compile_mod.main(["--out", str(tmp_path), "--force"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
-    assert {k: m["dev"] for k, m in metrics.items()} == \
-        {k: min(24, len(load_rows(k, "dev"))) for k in ("grading", "strips", "rewrite", "support", "answers")}
+    assert {k: m["dev"] for k, m in metrics.items() if k != "strips"} == \
+        {k: min(24, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")}
+    # strips: 24 strip rows, one example per strip
+    assert metrics["strips"]["dev"] == len(compile_mod.labeled_examples("strips", "dev", 24)) < \
+        len(compile_mod.labeled_examples("strips", "dev"))
     compile_mod.main(["--out", str(tmp_path), "--force", "--dev-rows", "0"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
     assert metrics["support"]["dev"] == len(load_rows("support", "dev"))

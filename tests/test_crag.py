@@ -165,11 +165,12 @@ def test_unparseable_grader_output_degrades_to_irrelevant(fake_lm):
 def test_trace_counts_calls_and_tokens_per_step(fake_lm):
     result, _ = run([FOUNDING, OFF_TOPIC])
     per_step = {s.step: s.lm_calls for s in result.trace.steps}
-    # the claim's words are all in its strip, so support needs no LM call
-    assert per_step == {"retrieve": 0, "evaluate": 1, "refine-internal": 1, "generate": 1, "self-check": 0}
-    assert result.trace.lm_calls == 3 == sum(fake_lm.calls.values())
+    # one strip call per strip (FOUNDING, and the ungraded OFF_TOPIC, one strip); the claim's
+    # words are all in its strip, so support needs no LM call
+    assert per_step == {"retrieve": 0, "evaluate": 1, "refine-internal": 2, "generate": 1, "self-check": 0}
+    assert result.trace.lm_calls == 4 == sum(fake_lm.calls.values())
     assert result.trace.prompt_tokens > 0 and result.trace.completion_tokens > 0
-    assert result.to_dict()["trace"]["lm_calls"] == 3
+    assert result.to_dict()["trace"]["lm_calls"] == 4
 
 
 def test_trace_counts_calls_when_the_lm_history_is_full(fake_lm):
@@ -221,19 +222,18 @@ def test_lazy_evaluation_leaves_every_passage_after_the_deciding_one_ungraded(fa
     assert fake_lm.calls["GradeRetrieval"] == 1
 
 
-def test_refinement_grades_all_strips_in_one_call(fake_lm):
+def test_refinement_grades_each_strip(fake_lm):
     text = FOUNDING + " Jane Roe also founded Roe Labs in 2005. The sky is blue over the launch site today."
     result, _ = run([text], lazy_evaluation=False)
-    assert fake_lm.calls["StripRelevance"] == 1
+    assert fake_lm.calls["StripRelevance"] == 3
     assert [s.text for s in result.strips] == [FOUNDING, "Jane Roe also founded Roe Labs in 2005."]
-    assert next(s.notes for s in result.trace.steps if s.step == "refine-internal") == \
-        "graded 3 of 3 strips in one call, kept 2"
+    assert next(s.notes for s in result.trace.steps if s.step == "refine-internal") == "graded 3 of 3 strips, kept 2"
 
 
 def test_unparseable_strip_grading_keeps_nothing_and_says_so(fake_lm):
     import signatures
 
-    fake_lm.rules[signatures.StripRelevance] = lambda i: {"verdict": "relevant"}  # no answer_spans field
+    fake_lm.rules[signatures.StripRelevance] = lambda i: {"verdict": "relevant"}  # no answer_span field
     result, _ = run([FOUNDING], web_pages=())
     refine = next(s for s in result.trace.steps if s.step == "refine-internal")
     assert "unparseable" in refine.notes and result.fallback
