@@ -35,7 +35,7 @@ from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, Rewrit
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
 # light samples them so a compile on the embedded model and 2 cores stays under 30 minutes.
-BUDGETS = {"light": (2, 24), "medium": (3, 48), "heavy": (4, None)}
+BUDGETS = {"light": (2, 16), "medium": (3, 48), "heavy": (4, None)}
 OPTIMIZERS = ("bootstrap", "mipro", "gepa")
 
 
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base")
     parser.add_argument("--optimizer", default="bootstrap", choices=OPTIMIZERS)
     parser.add_argument("--budget", default="light", choices=list(BUDGETS),
-                        help="demos per predictor (2/3/4), dev rows measured per predictor (24/48/all) "
+                        help="demos per predictor (2/3/4), dev rows measured per predictor (16/48/all) "
                              "and MIPROv2/GEPA's auto budget")
     parser.add_argument("--dev-rows", type=int, default=None,
                         help="dev rows measured per predictor (a seeded sample; 0: all); default: the budget's")
@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
+        "dev_rows": args.dev_rows if args.dev_rows is not None else BUDGETS[args.budget][1],
         "data_hash": data_hash(), "thresholds": thresholds, "metrics_dev": metrics,
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -51,7 +51,7 @@ def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
     from eval_sets.adversarial import load_rows
     from optimize.predictor_metrics import grade_band
 
-    dev = load_rows("grading", "dev")
+    dev = compile_mod.sample_rows(load_rows("grading", "dev"), compile_mod.BUDGETS["light"][1])
     expected = sum(1.0 if r["reason"] == "relevant" else 0.5 * (grade_band(r["relevance"]) == "correct") for r in dev)
     assert manifest["metrics_dev"]["grading"]["before"] == round(expected / len(dev), 4)
     t = manifest["thresholds"]
@@ -135,15 +135,15 @@ def test_sample_rows_is_seeded_and_keeps_the_order():
     assert compile_mod.sample_rows(rows, None) == rows and compile_mod.sample_rows(rows[:11], 24) == rows[:11]
 
 
-def test_light_budget_measures_at_most_24_dev_rows_per_predictor(tmp_path, fake_compile):
+def test_light_budget_measures_at_most_16_dev_rows_per_predictor(tmp_path, fake_compile):
     from eval_sets.adversarial import load_rows
 
     compile_mod.main(["--out", str(tmp_path), "--force"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
     assert {k: m["dev"] for k, m in metrics.items() if k != "strips"} == \
-        {k: min(24, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")}
-    # strips: 24 strip rows, one example per strip
-    assert metrics["strips"]["dev"] == len(compile_mod.labeled_examples("strips", "dev", 24)) < \
+        {k: min(16, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")}
+    # strips: 16 strip rows, one example per strip
+    assert metrics["strips"]["dev"] == len(compile_mod.labeled_examples("strips", "dev", 16)) < \
         len(compile_mod.labeled_examples("strips", "dev"))
     compile_mod.main(["--out", str(tmp_path), "--force", "--dev-rows", "0"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
