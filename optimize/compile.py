@@ -46,8 +46,8 @@ class PredictorSpec:
     ``labeled_demos`` is False when the labels are not the signature's outputs (rewrite rows
     carry expert terms, not a query), so only bootstrapped demos can teach; ``extra_labeled``
     labeled demos are added after the bootstrapped ones (bootstrapping keeps the examples the
-    model already gets right, mostly strips it rightly kept; labeled ones also show NONE). ``threshold`` is the metric score a bootstrapped
-    trace needs to become a demo.
+    model already gets right, mostly strips it rightly kept; labeled ones also show NONE).
+    ``threshold`` is the metric score a bootstrapped trace needs to become a demo.
     """
 
     kind: str
