@@ -10,7 +10,7 @@ from pathlib import PurePath
 
 from program.evaluator import score_grade
 from program.refine import score_span
-from program.selfcheck import is_abstention, judge_support
+from program.selfcheck import RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support, lexical_support
 from program.text import coverage
 
 _CITATION = re.compile(r"\[\d+\]")
@@ -166,4 +166,16 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
     if kind == "answers":
         return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
                 "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok)}
+    if kind == "support":
+        # What the self-check decides (the better of the word-overlap and the quoted verdict),
+        # the word-overlap verdict alone, and the best any quote of one sentence or NONE could reach.
+        rows = [(e, p) for e, p, _ in results]
+        program = [max(lexical_support(e.claim, e.evidence), judge_support(e.claim, str(getattr(p, "quote", "") or ""),
+                                                                           e.evidence), key=RANKED_VERDICTS.index)
+                   for e, p in rows]
+        return {"primary": _mean(scores), "accuracy": _mean(scores),
+                "program_accuracy": _mean(v == e.support for v, (e, _) in zip(program, rows)),
+                "word_overlap_accuracy": _mean(lexical_support(e.claim, e.evidence) == e.support for e, _ in rows),
+                "quote_ceiling": _mean(any(judge_support(e.claim, q, e.evidence) == e.support
+                                           for q in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
     return {"primary": _mean(scores), "accuracy": _mean(scores)}

@@ -21,7 +21,7 @@ from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
-_RANK = ["no", "partially", "fully"]
+RANKED_VERDICTS = ["no", "partially", "fully"]  # IsSup verdicts, worst first
 _STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
 _DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|specified|given|contain)|no information)\b", re.I)
 
@@ -51,6 +51,19 @@ def judge_support(claim: str, quote: str, evidence: str) -> str:
         return "no"
     covered = coverage(claim, quote)
     return "fully" if covered >= 0.75 else "partially" if covered >= 0.4 else "no"
+
+
+def evidence_sentences(evidence: str) -> list[str]:
+    """The evidence split into sentences, the units a quote is judged against."""
+    return [s for s in _SENTENCES.split(evidence) if s.strip()]
+
+
+def lexical_support(claim: str, evidence: str) -> str:
+    """The best ``judge_support`` verdict any single evidence sentence gives the claim, with no
+    LM call. A quote of one whole sentence cannot do better, so this is also the ceiling of what
+    ``CheckClaimSupport`` adds unless it quotes across sentences."""
+    verdicts = (judge_support(claim, sentence, evidence) for sentence in evidence_sentences(evidence))
+    return max(verdicts, key=RANKED_VERDICTS.index, default="no")
 
 
 def strip_citations(text: str) -> str:
@@ -111,12 +124,11 @@ class ClaimChecker(dspy.Module):
             return "no"
         text = "\n".join(s.text for s in evidence)
         # Cheap path first: an evidence sentence that already states the claim needs no LM call.
-        lexical = max((judge_support(claim, sentence, text) for sentence in _SENTENCES.split(text)),
-                      key=_RANK.index, default="no")
+        lexical = lexical_support(claim, text)
         if lexical == "fully":
             return lexical
         try:
             out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)
         except Exception:  # unparseable: the word-overlap verdict stands
             return lexical
-        return max(lexical, judge_support(claim, out.quote, text), key=_RANK.index)
+        return max(lexical, judge_support(claim, out.quote, text), key=RANKED_VERDICTS.index)

@@ -34,8 +34,10 @@ def numbers(text: str) -> set[str]:
 
 
 def names(text: str) -> set[str]:
-    """Capitalised words (names, places, titles), lower-cased, stopwords left out."""
-    return {_base(w.lower()) for w in re.findall(r"\b[A-Z][\w'-]*", text)} - STOPWORDS
+    """Capitalised words (names, places, titles), lower-cased, stopwords left out.
+
+    Tokenised like ``words`` (a hyphen splits), so every name of a text is among its words."""
+    return {_base(w.lower()) for w in re.findall(r"\b[A-Z][\w']*", text)} - STOPWORDS
 
 
 def has_negation(text: str) -> bool:

@@ -116,3 +116,13 @@ def test_not_specified_in_the_context_is_an_abstention():
 
     assert is_abstention("Espinal's occupation is not specified in the given context.")
     assert not is_abstention("Espinal was a journalist.")
+
+
+def test_a_hyphenated_name_does_not_fail_a_claim_its_evidence_states_word_for_word():
+    # failing dev row: names() kept "In-person" whole while words() split it, so the name was never found
+    from program.selfcheck import judge_support
+    from program.text import names
+
+    claim = "In-person payments on Paylane Terminal can be captured within 2 days."
+    assert judge_support(claim, claim, claim) == "fully"
+    assert names("Legacy Read-only users") == {"legacy", "read"}

@@ -55,3 +55,24 @@ def test_answer_metric_rewards_grounded_correct_answers():
     assert pm.answer_and_grounding_metric(example, grounded) == 1.0
     assert pm.answer_and_grounding_metric(example, padded) == 0.5
     assert pm.answer_and_grounding_metric(example, dspy.Prediction(answer="Elon Musk")) == 0.0
+
+
+def support(claim, evidence, label):
+    return dspy.Example(claim=claim, evidence=evidence, support=label).with_inputs("claim", "evidence")
+
+
+def test_support_figures_separate_the_quote_from_the_word_overlap_path():
+    evidence = "Acme Rockets was founded by Jane Roe in 1999. It is based in Ohio."
+    rows = [
+        # word overlap already finds it; the model wrongly wrote NONE: the program still says fully
+        (support("Acme Rockets was founded by Jane Roe.", evidence, "fully"), dspy.Prediction(quote="NONE"), 0.0),
+        # a paraphrase no sentence states word for word: no quote can earn "fully" under judge_support
+        (support("Jane Roe started the rocket firm Acme.", evidence, "fully"),
+         dspy.Prediction(quote="Acme Rockets was founded by Jane Roe in 1999."), 0.0),
+        (support("Acme Rockets is based in Texas.", evidence, "no"), dspy.Prediction(quote="NONE"), 1.0),
+    ]
+    figures = pm.dev_figures("support", rows)
+    assert figures["accuracy"] == pytest.approx(1 / 3, abs=1e-4)
+    assert figures["program_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert figures["word_overlap_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert figures["quote_ceiling"] == pytest.approx(2 / 3, abs=1e-4)
