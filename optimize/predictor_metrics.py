@@ -145,7 +145,9 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         and reason accuracy (primary: the metric, band with half credit for the reason);
         strips: accuracy, precision, recall, F1 (primary: F1); rewrite: term recall and
         retrieval recall at 3 (primary: their mean when retrieval is measured); support:
-        accuracy; answers: correctness and groundedness (primary: the metric).
+        accuracy of the quote's verdict (primary), the self-check's verdict, the word-overlap
+        verdict's, and the self-check's ceiling over every one-sentence quote; answers:
+        correctness and groundedness (primary: the metric).
     """
     scores = [float(s) for _, _, s in results]
     preds_ok = [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
@@ -168,14 +170,16 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
                 "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok)}
     if kind == "support":
         # What the self-check decides (the better of the word-overlap and the quoted verdict),
-        # the word-overlap verdict alone, and the best any quote of one sentence or NONE could reach.
-        rows = [(e, p) for e, p, _ in results]
-        program = [max(lexical_support(e.claim, e.evidence), judge_support(e.claim, str(getattr(p, "quote", "") or ""),
-                                                                           e.evidence), key=RANKED_VERDICTS.index)
-                   for e, p in rows]
+        # the word-overlap verdict alone, and the best the self-check could do whatever one
+        # sentence (or NONE) the model quoted.
+        def decided(e, quote):
+            return max(lexical_support(e.claim, e.evidence), judge_support(e.claim, quote, e.evidence),
+                       key=RANKED_VERDICTS.index)
+
+        rows = [(e, str(getattr(p, "quote", "") or "")) for e, p, _ in results]
         return {"primary": _mean(scores), "accuracy": _mean(scores),
-                "program_accuracy": _mean(v == e.support for v, (e, _) in zip(program, rows)),
+                "program_accuracy": _mean(decided(e, q) == e.support for e, q in rows),
                 "word_overlap_accuracy": _mean(lexical_support(e.claim, e.evidence) == e.support for e, _ in rows),
-                "quote_ceiling": _mean(any(judge_support(e.claim, q, e.evidence) == e.support
-                                           for q in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
+                "quote_ceiling": _mean(any(decided(e, s) == e.support
+                                           for s in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
     return {"primary": _mean(scores), "accuracy": _mean(scores)}
