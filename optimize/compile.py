@@ -27,10 +27,11 @@ import dspy  # noqa: E402  (after program.lm, which sets DSPy's cache folder)
 
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
-from program.compiled import COMPILED_DIR, save_compiled  # noqa: E402
+from program.compiled import COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest, save_compiled  # noqa: E402
 from program.crag import CRAG  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
-from signatures import CheckClaimSupport, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance  # noqa: E402
+from signatures import (  # noqa: E402
+    CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance)
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -65,7 +66,11 @@ SPECS = [
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_and_grounding_metric),
+    # Compiled into the state although the default program leaves the decider off, so that
+    # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
+    PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, extra_labeled=2),
 ]
+KINDS = tuple(spec.kind for spec in SPECS)
 
 
 def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
@@ -106,8 +111,11 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
 
     A strip row (a question and its strips) is expanded to one example per strip, its label
     written as the signature's output (``label_span``) so that it can serve as a demo;
-    ``rows`` then counts strip rows, not strips.
+    ``rows`` then counts strip rows, not strips. Deciding examples come from the query rows
+    (``decision_rows``).
     """
+    if kind == "deciding":
+        return decision_rows(split, rows)
     if kind != "strips":
         return sample_rows(adversarial.load_examples(kind, split), rows)
     return [
@@ -116,6 +124,23 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
         for row in sample_rows(adversarial.load_rows("strips", split), rows)
         for i, strip in enumerate(row["strips"], start=1)
     ]
+
+
+def decision_rows(split: str, rows: int | None = None) -> list[dspy.Example]:
+    """DecideRetrieval's examples (question in, ``needs_retrieval`` out) from the query rows.
+
+    Only a handful of queries need no retrieval (8 of 161: greetings, arithmetic, rewording),
+    so every one of them is kept and the rest sampled (``sample_rows``): on the train split
+    as many as there are chit-chat rows, so that demos show both answers; on other splits up
+    to ``rows`` in all (None: all rows).
+    """
+    queries = adversarial.load_rows("queries", split)
+    chat = [q for q in queries if not q["needs_retrieval"]]
+    need = [q for q in queries if q["needs_retrieval"]]
+    n = len(chat) if split == "train" else (None if rows is None else max(0, rows - len(chat)))
+    keep = {q["id"] for q in chat + sample_rows(need, n)}
+    return [dspy.Example(id=q["id"], question=q["question"], needs_retrieval=q["needs_retrieval"]).with_inputs("question")
+            for q in queries if q["id"] in keep]
 
 
 def sample_rows(rows: list, n: int | None, seed: int = 0) -> list:
@@ -243,24 +268,42 @@ def main(argv: list[str] | None = None) -> int:
                         help="dev rows measured per predictor (a seeded sample; 0: all); default: the budget's")
     parser.add_argument("--out", default=str(COMPILED_DIR))
     parser.add_argument("--force", action="store_true", help="save even when worse on dev than the saved compile")
+    parser.add_argument("--only", help=f"comma-separated predictors to compile ({', '.join(KINDS)}); the others "
+                                       "keep the state, figures and thresholds saved in --out")
     args = parser.parse_args(argv)
+    only = [k.strip() for k in args.only.split(",") if k.strip()] if args.only else list(KINDS)
+    if unknown := sorted(set(only) - set(KINDS)):
+        parser.error(f"--only: unknown predictor(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+    if args.only and not has_compiled(args.out):
+        parser.error(f"--only recompiles part of a saved compile, and {args.out} holds none")
 
     lm = configure_lm(args.model, args.api_base)
     dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
     from program.resources import knowledge_base
 
     kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
-    program = CRAG(knowledge_base=None)
+    program = CRAG(knowledge_base=None, decide_retrieval=True)
+    saved = read_manifest(args.out) if args.only else None
+    if saved is not None:
+        if saved.get("lm") != model_name(lm):
+            parser.error(f"--only: {args.out} was compiled for {saved.get('lm')}, not {model_name(lm)}")
+        if saved.get("data_hash") != data_hash():
+            parser.error(f"--only: the labeled data changed since {args.out} was compiled; compile every predictor")
+        load_state(program, Path(args.out) / STATE_FILE)
     predictors = dict(program.named_predictors())
-    metrics = {}
+    metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
     started = time.perf_counter()
     for spec in SPECS:
+        if spec.kind not in only:
+            continue
         if spec.kind == "rewrite":
             spec = replace(spec, metric=pm.rewrite_metric_for(kb))
         keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
-    thresholds = calibrate_thresholds(predictors["evaluator.grade"])
+    metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
+    recalibrate = saved is None or "grading" in only
+    thresholds = calibrate_thresholds(predictors["evaluator.grade"]) if recalibrate else saved["thresholds"]
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
@@ -268,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
         "data_hash": data_hash(), "thresholds": thresholds, "metrics_dev": metrics,
         "seconds": round(time.perf_counter() - started, 1),
     }
+    if saved is not None:
+        # the settings and seconds describe the whole compile; the recompiled part is recorded beside them
+        manifest.update({k: saved[k] for k in ("optimizer", "budget", "dev_rows", "seconds") if k in saved})
+        manifest["recompiled"] = {**saved.get("recompiled", {}), **{k: {
+            "date": manifest["date"], "optimizer": args.optimizer, "budget": args.budget,
+            "seconds": round(time.perf_counter() - started, 1)} for k in only}}
     manifest["dev_score"] = dev_score(manifest)
     print("\n| predictor | dev before | dev after | kept | demos |\n|---|---|---|---|---|")
     for kind, m in metrics.items():

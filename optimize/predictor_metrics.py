@@ -51,6 +51,12 @@ def support_accuracy(example, pred, trace=None) -> float:
     return float(judge_support(example.claim, str(pred.quote), example.evidence) == example.support)
 
 
+def decision_accuracy(example, pred, trace=None) -> float:
+    """1.0 when DecideRetrieval's ``needs_retrieval`` equals the label (output it cannot parse
+    as a boolean counts as True, as in ``CRAG``: only a parsed "false" skips retrieval)."""
+    return float((getattr(pred, "needs_retrieval", True) is not False) == bool(example.needs_retrieval))
+
+
 def answer_metric(example, pred, trace=None) -> float:
     """Answer correctness: a gold string in the answer; for unanswerable items, an abstention."""
     answer = str(getattr(pred, "answer", "") or "")
@@ -136,7 +142,7 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
     """The figures a predictor is judged by on a split, from ``dspy.Evaluate`` result rows.
 
     Args:
-        kind: grading | strips | rewrite | support | answers.
+        kind: grading | strips | rewrite | support | answers | deciding.
         results: ``(example, prediction, score)`` triples (``EvaluationResult.results``).
         knowledge_base: for rewriting's retrieval recall (None leaves it out).
 
@@ -147,7 +153,11 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         retrieval recall at 3 (primary: their mean when retrieval is measured); support:
         accuracy of the quote's verdict (primary), the self-check's verdict, the word-overlap
         verdict's, and the self-check's ceiling over every one-sentence quote; answers:
-        correctness and groundedness (primary: the metric).
+        correctness and groundedness (primary: the metric); deciding: the balanced accuracy
+        (primary: the mean of the share of questions needing retrieval that retrieve and the
+        share of the others that skip, since nearly all questions need retrieval and a
+        decider that never skips would otherwise score near 1), accuracy, and the counts of
+        needless skips (a question needing sources answered closed-book) and of right skips.
     """
     scores = [float(s) for _, _, s in results]
     preds_ok = [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
@@ -182,4 +192,13 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
                 "word_overlap_accuracy": _mean(lexical_support(e.claim, e.evidence) == e.support for e, _ in rows),
                 "quote_ceiling": _mean(any(decided(e, s) == e.support
                                            for s in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
+    if kind == "deciding":
+        rows = [(bool(e.needs_retrieval), p is not None and getattr(p, "needs_retrieval", True) is False)
+                for e, p, _ in results]
+        need = [not skipped for needs, skipped in rows if needs]
+        chat = [skipped for needs, skipped in rows if not needs]
+        recalls = [_mean(x) for x in (need, chat) if x]
+        return {"primary": _mean(recalls), "accuracy": _mean(scores),
+                "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
+                "needs_retrieval": len(need), "chit_chat": len(chat)}
     return {"primary": _mean(scores), "accuracy": _mean(scores)}

@@ -52,7 +52,7 @@ def _field_prefixes(state: dict) -> list[str]:
     return [f.get("prefix") for f in state.get("signature", {}).get("fields", [])]
 
 
-def _load_state(program, path: Path) -> None:
+def load_state(program, path: str | Path) -> None:
     """Load the saved state into ``program``.
 
     Predictors the state lacks keep their own; so does a predictor whose saved signature has
@@ -60,6 +60,7 @@ def _load_state(program, path: Path) -> None:
     would pour its instructions and field descriptions into the new fields by position), with
     a warning to recompile.
     """
+    path = Path(path)
     saved = json.loads(path.read_text())
     current = {name: param.dump_state() for name, param in program.named_parameters()}
     for name, state in current.items():
@@ -86,8 +87,8 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
         **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``, ``decide_retrieval``...),
             overriding the manifest. A predictor that an option adds and the compiled state does
-            not hold (``decide_retrieval``'s, which the compile step does not compile) keeps its
-            uncompiled instructions.
+            not hold (``decide_retrieval``'s, in a state compiled before the decider was)
+            keeps its uncompiled instructions.
 
     Returns:
         A ready ``program.crag.CRAG``.
@@ -107,7 +108,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     # Load the prompts before attaching the knowledge base, web and embedder: DSPy's load
     # deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
     program = CRAG(None, **settings)
-    _load_state(program, directory / STATE_FILE)
+    load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()

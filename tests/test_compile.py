@@ -10,6 +10,7 @@ from optimize import compile as compile_mod
 from program.compiled import load_compiled
 from signatures import (
     CheckClaimSupport,
+    DecideRetrieval,
     GenerateAnswer,
     GradeRetrieval,
     RewriteQuery,
@@ -27,6 +28,9 @@ def rules():
         RewriteQuery: lambda i: {"query": i["question"]},
         CheckClaimSupport: lambda i: {"quote": i["evidence"].split(". ")[0]},
         GenerateAnswer: lambda i: {"answer": parse_list(i["context"])[0][4:] + " [1]"},
+        # right on the chit-chat rows, wrong on one question needing retrieval
+        DecideRetrieval: lambda i: {"needs_retrieval": not i["question"].startswith(
+            ("Hi", "Thanks", "What is", "Can you make", "Translate", "Summarise", "How long is a key"))},
     }
 
 
@@ -40,7 +44,7 @@ def fake_compile(monkeypatch):
 def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
     assert compile_mod.main(["--out", str(tmp_path)]) == 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert set(manifest["metrics_dev"]) == {"grading", "strips", "rewrite", "support", "answers"}
+    assert set(manifest["metrics_dev"]) == {"grading", "strips", "rewrite", "support", "answers", "deciding"}
     for figures in manifest["metrics_dev"].values():
         assert 0.0 <= figures["before"] <= 1.0 and 0.0 <= figures["after"] <= 1.0
         assert figures["kept"] in ("compiled", "uncompiled")
@@ -141,7 +145,7 @@ def test_light_budget_measures_at_most_16_dev_rows_per_predictor(tmp_path, fake_
     compile_mod.main(["--out", str(tmp_path), "--force"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
     assert {k: m["dev"] for k, m in metrics.items() if k != "strips"} == \
-        {k: min(16, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")}
+        {k: min(16, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")} | {"deciding": 16}
     # strips: 16 strip rows, one example per strip
     assert metrics["strips"]["dev"] == len(compile_mod.labeled_examples("strips", "dev", 16)) < \
         len(compile_mod.labeled_examples("strips", "dev"))
@@ -160,3 +164,71 @@ def test_a_compile_measured_on_other_dev_rows_is_not_comparable(tmp_path, fake_c
     ok, why = compile_mod.may_overwrite(saved | {"metrics_dev": {k: m | {"dev": 99} for k, m in saved["metrics_dev"].items()}},
                                         tmp_path, force=False)
     assert ok and why == "the saved compile was measured on other dev rows"
+
+
+def test_decision_examples_keep_every_chit_chat_row_and_balance_the_train_split():
+    train = compile_mod.labeled_examples("deciding", "train")
+    assert [e.needs_retrieval for e in train].count(False) == 4 and len(train) == 8
+    dev = compile_mod.labeled_examples("deciding", "dev", 16)
+    assert len(dev) == 16 and [e.question for e in dev if not e.needs_retrieval] == [
+        "Thanks, that was really helpful!", "Translate 'thank you' into French."]
+    assert len(compile_mod.labeled_examples("deciding", "dev")) == 43
+    assert list(dev[0].inputs().keys()) == ["question"]
+
+
+def test_decider_figures_are_balanced_accuracy_and_needless_skips():
+    from types import SimpleNamespace as NS
+
+    from optimize.predictor_metrics import decision_accuracy, dev_figures
+
+    examples = [NS(needs_retrieval=True)] * 4 + [NS(needs_retrieval=False)] * 2
+    preds = [NS(needs_retrieval=v) for v in (True, True, True, False, False, True)]
+    results = [(e, p, decision_accuracy(e, p)) for e, p in zip(examples, preds)]
+    figures = dev_figures("deciding", results)
+    # 3 of 4 retrieve, 1 of 2 skips: (0.75 + 0.5) / 2; accuracy 4 of 6
+    assert figures == {"primary": 0.625, "accuracy": 0.6667, "needless_skips": 1, "right_skips": 1,
+                       "needs_retrieval": 4, "chit_chat": 2}
+    # a decider that never skips scores 0.5, not 4 of 6
+    never = [(e, NS(needs_retrieval=True), decision_accuracy(e, NS(needs_retrieval=True))) for e in examples]
+    assert dev_figures("deciding", never)["primary"] == 0.5
+    assert decision_accuracy(NS(needs_retrieval=True), NS(needs_retrieval="unparsed")) == 1.0
+
+
+def test_the_decider_is_compiled_and_loaded_only_when_the_option_is_on(tmp_path, fake_compile):
+    assert compile_mod.main(["--out", str(tmp_path)]) == 0
+    figures = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]["deciding"]
+    # the fake decider misreads "How long is a key valid?" (dev) as chit-chat
+    assert (figures["dev_before"]["right_skips"], figures["dev_before"]["needless_skips"]) == (2, 1)
+    state = json.loads((tmp_path / "crag.json").read_text())
+    on = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([]), web=None, embedder=None, decide_retrieval=True)
+    assert len(on.decider.demos) == len(state["decider"]["demos"])
+    off = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([]), web=None, embedder=None)
+    assert off.decider is None and len(off.refiner.grade.demos) == len(state["refiner.grade"]["demos"])
+
+
+def test_only_recompiles_the_named_predictors_and_keeps_the_rest(tmp_path, fake_compile):
+    assert compile_mod.main(["--out", str(tmp_path)]) == 0
+    path = tmp_path / "manifest.json"
+    saved = json.loads(path.read_text())
+    saved["metrics_dev"]["strips"]["after"] = 0.123  # a mark the partial compile must keep
+    saved["thresholds"]["upper"] = 0.75
+    path.write_text(json.dumps(saved))
+    state_before = json.loads((tmp_path / "crag.json").read_text())
+    fake_compile.calls.clear()
+    assert compile_mod.main(["--out", str(tmp_path), "--only", "deciding", "--dev-rows", "0", "--force"]) == 0
+    assert set(fake_compile.calls) == {"DecideRetrieval"}
+    manifest = json.loads(path.read_text())
+    assert manifest["metrics_dev"]["strips"]["after"] == 0.123 and manifest["thresholds"]["upper"] == 0.75
+    assert manifest["metrics_dev"]["deciding"]["dev"] == 43 and set(manifest["recompiled"]) == {"deciding"}
+    assert manifest["dev_rows"] == saved["dev_rows"] and list(manifest["metrics_dev"]) == list(saved["metrics_dev"])
+    state = json.loads((tmp_path / "crag.json").read_text())
+    assert {k: v for k, v in state.items() if k not in ("decider", "metadata")} == \
+        {k: v for k, v in state_before.items() if k not in ("decider", "metadata")}
+
+
+def test_only_refuses_an_unknown_predictor_and_a_folder_with_nothing_compiled(tmp_path, fake_compile):
+    with pytest.raises(SystemExit):
+        compile_mod.main(["--out", str(tmp_path), "--only", "deciding,spelling"])
+    with pytest.raises(SystemExit):
+        compile_mod.main(["--out", str(tmp_path / "empty"), "--only", "deciding"])
+    assert not (tmp_path / "empty").exists()
