@@ -153,11 +153,12 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         retrieval recall at 3 (primary: their mean when retrieval is measured); support:
         accuracy of the quote's verdict (primary), the self-check's verdict, the word-overlap
         verdict's, and the self-check's ceiling over every one-sentence quote; answers:
-        correctness and groundedness (primary: the metric); deciding: the balanced accuracy
-        (primary: the mean of the share of questions needing retrieval that retrieve and the
-        share of the others that skip, since nearly all questions need retrieval and a
-        decider that never skips would otherwise score near 1), accuracy, and the counts of
-        needless skips (a question needing sources answered closed-book) and of right skips.
+        correctness and groundedness (primary: the metric); deciding: accuracy (primary:
+        each wrong decision costs about one answer, since a needless skip answers a question
+        that needs sources closed-book and a missed chit-chat question goes through CRAG,
+        which answers it from unrelated strips), the balanced accuracy (the mean of the share
+        of questions needing sources that retrieve and the share of chit-chat that skips),
+        and the counts of needless skips and of right skips.
     """
     scores = [float(s) for _, _, s in results]
     preds_ok = [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
@@ -198,7 +199,7 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         need = [not skipped for needs, skipped in rows if needs]
         chat = [skipped for needs, skipped in rows if not needs]
         recalls = [_mean(x) for x in (need, chat) if x]
-        return {"primary": _mean(recalls), "accuracy": _mean(scores),
+        return {"primary": _mean(scores), "accuracy": _mean(scores), "balanced_accuracy": _mean(recalls),
                 "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
                 "needs_retrieval": len(need), "chit_chat": len(chat)}
     return {"primary": _mean(scores), "accuracy": _mean(scores)}

@@ -185,12 +185,12 @@ def test_decider_figures_are_balanced_accuracy_and_needless_skips():
     preds = [NS(needs_retrieval=v) for v in (True, True, True, False, False, True)]
     results = [(e, p, decision_accuracy(e, p)) for e, p in zip(examples, preds)]
     figures = dev_figures("deciding", results)
-    # 3 of 4 retrieve, 1 of 2 skips: (0.75 + 0.5) / 2; accuracy 4 of 6
-    assert figures == {"primary": 0.625, "accuracy": 0.6667, "needless_skips": 1, "right_skips": 1,
-                       "needs_retrieval": 4, "chit_chat": 2}
-    # a decider that never skips scores 0.5, not 4 of 6
+    # accuracy 4 of 6; 3 of 4 retrieve and 1 of 2 skips: balanced (0.75 + 0.5) / 2
+    assert figures == {"primary": 0.6667, "accuracy": 0.6667, "balanced_accuracy": 0.625, "needless_skips": 1,
+                       "right_skips": 1, "needs_retrieval": 4, "chit_chat": 2}
+    # a decider that never skips is as accurate here, and its balanced accuracy says it skips nothing
     never = [(e, NS(needs_retrieval=True), decision_accuracy(e, NS(needs_retrieval=True))) for e in examples]
-    assert dev_figures("deciding", never)["primary"] == 0.5
+    assert dev_figures("deciding", never)["primary"] == 0.6667 and dev_figures("deciding", never)["balanced_accuracy"] == 0.5
     assert decision_accuracy(NS(needs_retrieval=True), NS(needs_retrieval="unparsed")) == 1.0
 
 
