@@ -313,7 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if saved is not None:
         # the settings and seconds describe the whole compile; the recompiled part is recorded beside them
-        manifest.update({k: saved[k] for k in ("optimizer", "budget", "dev_rows", "seconds") if k in saved})
+        for key in ("optimizer", "budget", "dev_rows", "seconds"):
+            if key in saved:
+                manifest[key] = saved[key]
+            else:  # not recorded by the saved compile: this run's value would misdescribe it
+                del manifest[key]
         manifest["recompiled"] = {**saved.get("recompiled", {}), **{k: {
             "date": manifest["date"], "optimizer": args.optimizer, "budget": args.budget,
             "seconds": round(time.perf_counter() - started, 1)} for k in only}}

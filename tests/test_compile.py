@@ -221,6 +221,11 @@ def test_only_recompiles_the_named_predictors_and_keeps_the_rest(tmp_path, fake_
     assert manifest["metrics_dev"]["strips"]["after"] == 0.123 and manifest["thresholds"]["upper"] == 0.75
     assert manifest["metrics_dev"]["deciding"]["dev"] == 43 and set(manifest["recompiled"]) == {"deciding"}
     assert manifest["dev_rows"] == saved["dev_rows"] and list(manifest["metrics_dev"]) == list(saved["metrics_dev"])
+    # a saved compile that did not record its dev rows does not get this run's
+    del saved["dev_rows"]
+    path.write_text(json.dumps(saved))
+    assert compile_mod.main(["--out", str(tmp_path), "--only", "deciding", "--dev-rows", "0", "--force"]) == 0
+    assert "dev_rows" not in json.loads(path.read_text())
     state = json.loads((tmp_path / "crag.json").read_text())
     assert {k: v for k, v in state.items() if k not in ("decider", "metadata")} == \
         {k: v for k, v in state_before.items() if k not in ("decider", "metadata")}
