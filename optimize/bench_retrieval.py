@@ -232,7 +232,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     embedder = Embedder(threads=args.threads)
-    questions = [q["question"] for q in load_questions(limit=args.queries, seed=args.seed)]
+    questions = [q["question"] for q in load_questions(limit=args.queries, seed=args.seed, split=None)]
     started = datetime.now()
     rows = []
     for n in args.sizes:

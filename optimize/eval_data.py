@@ -1,7 +1,8 @@
 """Evaluation sets as uniform rows, and the correctness rule for one answer.
 
-* :func:`load_set`: ``popqa`` (long-tail PopQA dev) or ``adversarial`` (the hand-labeled
-  Paylane queries, by split) as dicts with the same keys.
+* :func:`load_set`: ``popqa`` (long-tail PopQA, by the fixed train/dev split of
+  ``eval_sets/popqa/split.json``) or ``adversarial`` (the hand-labeled Paylane queries, by
+  split) as dicts with the same keys.
 * :func:`is_correct`: the CRAG paper's rule (a gold string in the answer, case-insensitive);
   an unanswerable row is correct when the program abstained.
 """
@@ -32,10 +33,11 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
 
     Args:
         name: ``popqa`` or ``adversarial``.
-        limit: number of rows; PopQA takes a seeded sample spread over its relations, the
-            adversarial set its first ``limit`` rows of ``split``. None: all.
+        limit: number of rows; PopQA takes a seeded sample of ``split`` spread over its
+            relations, the adversarial set its first ``limit`` rows of ``split``. None: all.
         seed: PopQA sampling seed.
-        split: adversarial split (``train``, ``dev``, ...); ignored for PopQA.
+        split: ``dev`` (default: evaluation runs), ``train`` (analyses only: judges and prompts
+            learn from it) or, for the adversarial set, ``test``. PopQA has no ``test`` split.
 
     Returns:
         Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
@@ -44,17 +46,22 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
         the adversarial set's chit-chat rows).
 
     Raises:
-        SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, or a split
-            the adversarial loader rejects (ValueError from ``load_rows``).
+        SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, a split
+            the adversarial loader rejects (ValueError from ``load_rows``), or a PopQA split
+            other than ``train`` / ``dev``.
     """
     if name == "popqa":
-        from eval_sets.popqa import load_questions
+        from eval_sets.popqa import SPLITS, load_questions
 
+        if split not in SPLITS:
+            print(f"error: --set popqa --split {split}: PopQA has only the splits {' and '.join(SPLITS)} "
+                  "(eval_sets/popqa/split.json; evaluate on dev, learn from train)", file=sys.stderr)
+            raise SystemExit(2)
         return [
             {"id": q["id"], "question": q["question"], "relation": q["relation"] or "",
              "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True,
              "needs_retrieval": True}
-            for q in load_questions(limit=limit, seed=seed)
+            for q in load_questions(limit=limit, seed=seed, split=split)
         ]
     if name == "adversarial":
         load_rows = _adversarial_loader()

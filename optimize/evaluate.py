@@ -2,10 +2,15 @@
 
 Usage::
 
-    python -m optimize.evaluate --set popqa --limit 50 --modes closed,rag,crag,self-crag \\
+    python -m optimize.evaluate --set popqa [--split dev] --limit 50 --modes closed,rag,crag,self-crag \\
         [--model embedded-1.5b] [--seed 0] [--out DIR | --name NAME] [--resume] [--threads N] \\
         [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval]
     python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag
+
+``--split`` picks the split of either set, ``dev`` by default: the PopQA questions come from
+the fixed train/dev split of ``eval_sets/popqa/split.json`` (evaluate on ``dev``; ``train`` is
+what judges and prompts learn from, for analyses only; PopQA has no ``test``), the adversarial
+queries from their ``train`` / ``dev`` / ``test`` split. ``--limit`` samples within the split.
 
 Modes: ``closed`` (no retrieval), ``rag`` (top-k passages, trusted), ``crag`` (evaluator,
 actions, refinement, web), ``self-crag`` (crag plus the claim-level self-check).
@@ -67,7 +72,8 @@ ACTIONS = report.ACTIONS
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m optimize.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--set", dest="set_name", default="popqa", help="popqa | adversarial")
-    p.add_argument("--split", default="dev", choices=["train", "dev", "test"], help="adversarial split")
+    p.add_argument("--split", default="dev", choices=["train", "dev", "test"],
+                   help="split of either set (default dev); PopQA has train and dev only (eval_sets/popqa/split.json)")
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--modes", default="closed,rag,crag", help=f"comma-separated: {','.join(MODES)}")
@@ -259,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         plot = plot_modes(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
     except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
         print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    meta = {"set": args.set_name, "split": args.split if with_expected else None, "limit": args.limit,
+    meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "threads": threads,
             "resume": args.resume, "skipped": skipped,

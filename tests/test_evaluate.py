@@ -20,6 +20,12 @@ from program.types import Action, CRAGResult, StepCost, Trace
 # --- sampler -------------------------------------------------------------------------------
 
 
+#: the first 16 ids the sampler deals from the PopQA dev split with seed 0 (eval_sets/popqa/split.json)
+DEV_16_SEED_0 = ["popqa-1395", "popqa-0720", "popqa-0246", "popqa-0791", "popqa-0960", "popqa-0840",
+                 "popqa-0905", "popqa-0316", "popqa-0039", "popqa-0639", "popqa-1355", "popqa-0852",
+                 "popqa-0409", "popqa-0986", "popqa-1393", "popqa-0733"]
+
+
 def test_sample_spreads_over_relations():
     qs = load_questions(limit=16, seed=0)
     assert len(qs) == 16
@@ -29,6 +35,7 @@ def test_sample_spreads_over_relations():
 
 def test_sample_is_deterministic_and_prefix_stable():
     a = [q["id"] for q in load_questions(limit=16, seed=0)]
+    assert a == DEV_16_SEED_0  # the dev split's ids, dealt round-robin over the relations
     assert a == [q["id"] for q in load_questions(limit=16, seed=0)]
     assert [q["id"] for q in load_questions(limit=40, seed=0)][:16] == a
     assert len(set(a)) == 16
@@ -40,11 +47,15 @@ def test_sample_differs_by_seed():
     assert a != b
 
 
-def test_no_limit_returns_everything_once():
-    qs = load_questions()
-    assert len(qs) == 1099 and len({q["id"] for q in qs}) == 1099
+def test_no_limit_returns_the_whole_split_once():
+    dev, train, every = load_questions(), load_questions(split="train"), load_questions(split=None)
+    assert len(every) == 1099 and len({q["id"] for q in every}) == 1099
+    assert len(dev) == len({q["id"] for q in dev}) == 302
+    assert len(train) == 797 and not {q["id"] for q in dev} & {q["id"] for q in train}
     with pytest.raises(ValueError):
         load_questions(limit=0)
+    with pytest.raises(ValueError, match="no 'test' split"):
+        load_questions(split="test")
 
 
 # --- metric --------------------------------------------------------------------------------
@@ -127,6 +138,7 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     assert len(rows) == 8
     assert list(rows[0]) == evaluate.CSV_COLUMNS
     ids = [q["id"] for q in fake_program.qs]
+    assert ids == DEV_16_SEED_0[:4]  # PopQA is asked from its dev split by default
     assert [r["id"] for r in rows] == ids + ids
     assert [r["mode"] for r in rows] == ["closed"] * 4 + ["crag"] * 4
     crag = rows[4:]
@@ -154,6 +166,31 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| crag | 4 | 1 | 25 % | 1/1/1 |" in printed
     assert "| closed | 4 | 1 | 25 % | - |" in printed
+
+
+def test_evaluate_popqa_split(fake_program, tmp_path, capsys):
+    # --split applies to PopQA: dev by default (recorded in summary.json), train for analyses
+    code = evaluate.main(["--set", "popqa", "--split", "train", "--limit", "4", "--modes", "closed",
+                          "--out", str(tmp_path / "train"), "--compiled", "none"])
+    assert code == 0
+    with open(tmp_path / "train" / "results.csv", newline="") as fh:
+        ids = [r["id"] for r in csv.DictReader(fh)]
+    assert ids == [q["id"] for q in load_questions(limit=4, seed=0, split="train")]
+    assert not set(ids) & set(DEV_16_SEED_0)
+    assert json.loads((tmp_path / "train" / "summary.json").read_text())["split"] == "train"
+    with pytest.raises(SystemExit) as exc:
+        evaluate.main(["--set", "popqa", "--split", "test", "--out", str(tmp_path / "test")])
+    assert exc.value.code == 2
+    assert "PopQA has only the splits train and dev" in capsys.readouterr().err
+
+
+def test_load_set_popqa_samples_only_dev():
+    from eval_sets.popqa import load_split
+
+    split = load_split()
+    rows = eval_data.load_set("popqa", limit=50, seed=0)
+    assert len(rows) == 50 and {r["id"] for r in rows} <= split["dev"]
+    assert {r["id"] for r in eval_data.load_set("popqa", None, 0, "train")} == split["train"]
 
 
 def test_evaluate_rejects_unsupported_adversarial(fake_program, tmp_path, monkeypatch):

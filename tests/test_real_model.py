@@ -25,7 +25,7 @@ def program():
 
 def test_real_model_answers_popqa_questions(program):
     crag, lm = program
-    questions = [q for q in load_questions() if q["id"] in ("popqa-0001", "popqa-0002")]
+    questions = [q for q in load_questions(split=None) if q["id"] in ("popqa-0001", "popqa-0002")]
     assert len(questions) == 2
     with dspy.context(lm=lm):
         results = [crag(question=q["question"]) for q in questions]
