@@ -5,7 +5,7 @@ Usage::
     python -m optimize.evaluate --set popqa [--split dev] --limit 50 --modes closed,rag,crag,self-crag \\
         [--model embedded-1.5b] [--seed 0] [--out DIR | --name NAME] [--resume] [--threads N] \\
         [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval]
-    python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag
+    python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag,langgraph
 
 ``--split`` picks the split of either set, ``dev`` by default: the PopQA questions come from
 the fixed train/dev split of ``eval_sets/popqa/split.json`` (evaluate on ``dev``; ``train`` is
@@ -13,7 +13,10 @@ what judges and prompts learn from, for analyses only; PopQA has no ``test``), t
 queries from their ``train`` / ``dev`` / ``test`` split. ``--limit`` samples within the split.
 
 Modes: ``closed`` (no retrieval), ``rag`` (top-k passages, trusted), ``crag`` (evaluator,
-actions, refinement, web), ``self-crag`` (crag plus the claim-level self-check).
+actions, refinement, web), ``self-crag`` (crag plus the claim-level self-check), ``langgraph``
+(the CRAG of LangGraph's tutorial, the popular baseline: a binary relevance grade per passage,
+a rewritten web search when one fails, the same generator; its route is reported as action
+correct or incorrect).
 ``--decide-retrieval`` puts Self-RAG's "retrieve or not" decision (``DecideRetrieval``) in
 front of ``crag`` and ``self-crag``: questions it judges to need no sources are answered
 closed-book; ``results.csv`` says so per question (``retrieval_skipped``) and the summary
@@ -65,7 +68,7 @@ from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here 
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
 
-MODES = ("closed", "rag", "crag", "self-crag")  # as program.factory.MODES
+MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.factory.MODES
 ACTIONS = report.ACTIONS
 
 
@@ -84,7 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="questions asked in parallel (remote LMs; the embedded model runs one at a time)")
     p.add_argument("--groundedness", default="auto", choices=["auto", "off"],
-                   help="auto: check rag/crag answers' claims after the fact (outside their cost); off: skip")
+                   help="auto: check rag/crag/langgraph answers' claims after the fact (outside their cost); off: skip")
     p.add_argument("--no-cache", action="store_true",
                    help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")

@@ -1,8 +1,8 @@
 """One question through one mode, recorded as a ``results.csv`` row and its ``steps.csv`` rows.
 
 The mode's cost columns (``lm_calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``)
-cover the program call only. Groundedness of ``rag`` and ``crag`` answers, modes that do not
-check their claims, is measured after that call by a :class:`program.selfcheck.ClaimChecker`
+cover the program call only. Groundedness of ``rag``, ``crag`` and ``langgraph`` answers, modes
+that do not check their claims, is measured after that call by a :class:`program.selfcheck.ClaimChecker`
 on the answer and the strips it had; that check's own cost goes to the ``check_*`` columns.
 ``self-crag`` is measured by its own final (kept) claims, at no extra cost. An answer written
 closed-book because the retrieval decider skipped retrieval has no strips: like ``closed``
@@ -34,7 +34,7 @@ CSV_COLUMNS = [
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "seconds", "notes"]
-POST_HOC_MODES = ("rag", "crag")  # answers checked after the fact when --groundedness is on
+POST_HOC_MODES = ("rag", "crag", "langgraph")  # answers checked after the fact when --groundedness is on
 
 
 def claim_checker(program, compiled_dir: str | Path | None):
@@ -59,9 +59,9 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
 
     Args:
         program: a module whose ``(question=...)`` call returns a ``CRAGResult``.
-        mode: ``closed``, ``rag``, ``crag`` or ``self-crag``.
+        mode: ``closed``, ``rag``, ``crag``, ``self-crag`` or ``langgraph``.
         row: an evaluation row (:func:`optimize.eval_data.load_set`).
-        checker: a ClaimChecker for post-hoc groundedness of ``rag``/``crag`` answers, or None
+        checker: a ClaimChecker for post-hoc groundedness of ``POST_HOC_MODES`` answers, or None
             (no check: their groundedness columns stay empty).
 
     Returns:

@@ -215,7 +215,7 @@ def _chat(figures: dict | None) -> str:
     return "-" if not figures else f"{_fmt(figures['accuracy'], ' %')} ({_fmt(figures['median_lm_calls'])})"
 
 
-def steps_table(summary: dict[str, dict], modes: tuple[str, ...] = ("crag", "self-crag")) -> str:
+def steps_table(summary: dict[str, dict], modes: tuple[str, ...] = ("crag", "self-crag", "langgraph")) -> str:
     """Mean cost per answered question, by step, for ``modes`` ("" when none has steps)."""
     rows = [[mode, name, str(c["ran"]), _fmt(c["mean_lm_calls"]), _fmt(c["mean_prompt_tokens"]),
              _fmt(c["mean_completion_tokens"]), _fmt(c["mean_seconds"])]

@@ -1,7 +1,9 @@
 """The baselines CRAG is measured against, with the same LM and result type.
 
 ``ClosedBook`` answers without retrieval; ``VanillaRAG`` answers from the top-k retrieved
-passages, trusting them as they come (the "RAG" row of CRAG's Table 1).
+passages, trusting them as they come (the "RAG" row of CRAG's Table 1); ``LangGraphCRAG`` is
+the CRAG most users build, LangGraph's "langgraph_crag" tutorial: binary grades, and a web
+search whenever one passage fails.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import dspy
 from program.cost import step
 from program.crag import validate_question
 from program.generation import AnswerGenerator, citations_for
-from program.types import CRAGResult, Strip, Trace
-from signatures import AnswerClosedBook
+from program.lm import CRITIQUE_CONFIG
+from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
+from program.web.base import WebSearchError
+from signatures import AnswerClosedBook, GradeDocumentBinary, RewriteForWebSearch
 
 
 class ClosedBook(dspy.Module):
@@ -60,3 +64,143 @@ class VanillaRAG(dspy.Module):
             answer = self.generator(question=question, strips=strips)
         return CRAGResult(question=question, answer=answer, strips=strips, trace=trace, mode="rag",
                           citations=citations_for(answer, strips))
+
+
+class LangGraphCRAG(dspy.Module):
+    """The Corrective RAG of LangGraph's tutorial ("langgraph_crag"), the baseline most users build.
+
+    Retrieve the top ``k`` passages; grade each one with ``GradeDocumentBinary`` (one yes/no
+    relevance call per passage) and keep the "yes" ones; if any passage was graded "no",
+    rewrite the question for web search (``RewriteForWebSearch``) and add the text of the top
+    ``web_k`` web hits; generate the answer from the kept passages plus the web texts with the
+    shared ``AnswerGenerator`` (``GenerateAnswer``, the same generator as ``VanillaRAG``). It
+    has none of CRAG's refinement, thresholds, escalation or fallback. Grading and rewriting run
+    at temperature 0 (``CRITIQUE_CONFIG``); neither is compiled: the tutorial's prompts as written.
+
+    Source: the LangGraph tutorial "Corrective RAG (CRAG)"
+    (https://langchain-ai.github.io/langgraph/tutorials/rag/langgraph_crag/), whose nodes
+    retrieve, grade_documents, transform_query, web_search_node and generate are the steps
+    ``retrieve``, ``grade``, ``rewrite``, ``web-search`` and ``generate`` of the trace.
+
+    Args:
+        knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``).
+        web: a search backend, ``search(query, k) -> list[program.web.base.SearchHit]`` (the
+            offline snapshot fills ``content``, live engines the ``snippet``), or None (no web).
+        k: passages retrieved and graded (default 3).
+        web_k: web hits whose text is added (default 3, the tutorial's Tavily ``k``).
+        max_chars: characters kept of each passage and of each hit's text (default 1500).
+
+    Returns (``forward(question)``): a ``CRAGResult`` with ``mode="langgraph"``; ``grades`` has
+    one ``ChunkGrade`` per passage (1.0 ``relevant`` or 0.0 ``irrelevant``); ``action`` is the
+    route, ``Action.CORRECT`` when every passage was graded yes (no web) and
+    ``Action.INCORRECT`` when one was graded no (the web route); ``confidence`` the highest
+    grade; ``strips`` the kept passages then the web texts (with their ``url``), as numbered
+    for the generator; ``citations`` the strips the answer cites.
+
+    Edge behaviour: grader output that cannot be parsed counts as "no" (LangGraph would retry
+    the structured output; here the passage is dropped) and is noted in the trace. A rewrite
+    that fails or comes back empty searches with the question itself. A web failure (any
+    exception from the backend), no hits, or no backend is a trace note, never a crash: the
+    answer is generated from the kept passages, or from no context at all when none was kept
+    (the generator then says it does not know; there is no honest fallback). With no passage
+    retrieved nothing is graded "no", so, as in the tutorial, the web is not searched and the
+    action is CORRECT. Hits outside the backend config's allowed domains are dropped.
+    ``forward`` raises only ``QuestionError``, for a bad question.
+
+    Example:
+        >>> program = LangGraphCRAG(kb, web=OfflineSnapshotBackend(path), k=3)
+        >>> result = program(question="What is Herlyn Espinal's occupation?")
+        >>> result.action, result.trace.rewritten_query, result.answer
+    """
+
+    def __init__(self, knowledge_base, web=None, k: int = 3, web_k: int = 3, max_chars: int = 1500):
+        super().__init__()
+        self.knowledge_base = knowledge_base
+        self.web = web
+        self.k, self.web_k, self.max_chars = k, web_k, max_chars
+        self.grader = dspy.Predict(GradeDocumentBinary)
+        self.rewriter = dspy.Predict(RewriteForWebSearch)
+        self.generator = AnswerGenerator()
+
+    def forward(self, question: str) -> CRAGResult:
+        question = validate_question(question)
+        trace = Trace()
+        with step(trace, "retrieve"):
+            passages = self.knowledge_base.search(question, self.k)
+        with step(trace, "grade") as cost:
+            grades = [self._grade(question, p, trace) for p in passages]
+            kept = [p for p, g in zip(passages, grades) if g.score == 1.0]
+            cost.notes = f"{len(kept)} of {len(passages)} graded yes"
+        if not passages:
+            trace.note("no passage retrieved: nothing graded no, so no web search (as in the tutorial)")
+        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url) for p in kept]
+        web_route = len(kept) < len(passages)
+        if web_route:
+            strips += self._search_web(question, trace)
+        action = Action.INCORRECT if web_route else Action.CORRECT
+        trace.note(f"action={action.value}: {len(kept)} of {len(passages)} passages graded yes")
+        if not strips:
+            trace.note("no kept passage and no web text: generating from an empty context")
+        with step(trace, "generate"):
+            answer = self.generator(question=question, strips=strips)
+        return CRAGResult(question=question, answer=answer, action=action, grades=grades, strips=strips,
+                          confidence=max((g.score for g in grades), default=0.0), trace=trace, mode="langgraph",
+                          citations=citations_for(answer, strips))
+
+    def _grade(self, question: str, passage: Passage, trace: Trace) -> ChunkGrade:
+        try:
+            relevant = self.grader(question=question, document=passage.text[: self.max_chars],
+                                   config=CRITIQUE_CONFIG).relevant
+        except Exception as exc:  # adapter parse failures surface as several exception types
+            trace.note(f"grade {passage.id}: unparseable output ({type(exc).__name__}); counted as no")
+            return ChunkGrade(passage.id, 0.0, "irrelevant", "unparseable grader output")
+        if relevant is True:
+            return ChunkGrade(passage.id, 1.0, "relevant", "binary grade: yes")
+        return ChunkGrade(passage.id, 0.0, "irrelevant", "binary grade: no")
+
+    def _rewrite(self, question: str, trace: Trace) -> str:
+        with step(trace, "rewrite"):
+            try:
+                query = str(self.rewriter(question=question, config=CRITIQUE_CONFIG).query).strip()
+            except Exception as exc:  # an unparseable rewrite must not cost the web search
+                trace.note(f"rewrite: unparseable output ({type(exc).__name__}); searching with the question")
+                return question
+        return query or question
+
+    def _search_web(self, question: str, trace: Trace) -> list[Strip]:
+        if self.web is None:
+            trace.note("a passage was graded no, but there is no web backend: answering from the kept passages")
+            return []
+        query = self._rewrite(question, trace)
+        trace.rewritten_query = query
+        name = getattr(self.web, "name", "web")
+        record = {"question": question, "query": query, "backend": name, "hits": [], "error": ""}
+        trace.web.append(record)
+        with step(trace, "web-search") as cost:
+            try:
+                hits = list(self.web.search(query, self.web_k))
+            except Exception as exc:  # any backend failure is a note in the trace, never a crash
+                named = isinstance(exc, WebSearchError)  # its message names the backend already
+                record["error"] = str(exc) if named else f"{name}: {type(exc).__name__}: {exc}"
+                cost.notes = record["error"]
+                trace.note(f"web search failed: {record['error']}; answering from the kept passages")
+                return []
+            hits = _in_scope(self.web, hits)[: self.web_k]
+            record["hits"] = [{"url": h.url, "title": h.title, "snippet": h.snippet} for h in hits]
+            strips = [Strip(h.url or f"web-{i}", 0, text[: self.max_chars], url=h.url)
+                      for i, h in enumerate(hits) if (text := (h.content or h.snippet or "").strip())]
+            cost.notes = f"query={query!r}; {len(hits)} hits, {len(strips)} with text"
+        if not strips:
+            record["error"] = f"{name}: no usable results for {query!r}"
+            trace.note(f"web search gave nothing: {record['error']}")
+        return strips
+
+
+def _in_scope(backend, hits: list) -> list:
+    """The hits inside the backend config's allowed domains (all of them without a domain scope)."""
+    from program.web.config import WebConfig
+    from program.web.scope import DomainScope
+
+    config = getattr(backend, "config", None)
+    scope = DomainScope.from_config(config) if isinstance(config, WebConfig) else None
+    return scope.split(hits)[0] if scope is not None and scope.restricted else hits

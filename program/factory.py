@@ -1,15 +1,15 @@
-"""Build the program for an evaluation mode: ``closed``, ``rag``, ``crag`` or ``self-crag``."""
+"""Build the program for an evaluation mode: ``closed``, ``rag``, ``crag``, ``self-crag`` or ``langgraph``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from program import resources
-from program.baselines import ClosedBook, VanillaRAG
+from program.baselines import ClosedBook, LangGraphCRAG, VanillaRAG
 from program.compiled import COMPILED_DIR, has_compiled, load_compiled
 from program.crag import CRAG
 
-MODES = ("closed", "rag", "crag", "self-crag")
+MODES = ("closed", "rag", "crag", "self-crag", "langgraph")
 CRAG_MODES = ("crag", "self-crag")  # the modes the retrieval decider applies to
 
 
@@ -26,8 +26,13 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     (uncompiled signatures and default thresholds otherwise); ``rag`` shares the compiled
     answer generator, so the two modes differ only by CRAG's corrections.
 
+    ``langgraph`` is LangGraph's CRAG tutorial (``program.baselines.LangGraphCRAG``): the same
+    knowledge base and ``k``, the same web backend as ``crag`` (``web``; the snapshot by
+    default) and the compiled answer generator shared as for ``rag``; its binary grader and
+    web-search rewriter are the tutorial's prompts, uncompiled.
+
     ``decide_retrieval`` turns on Self-RAG's "retrieve or not" step (``DecideRetrieval``) in
-    ``crag`` and ``self-crag``; ``closed`` and ``rag`` ignore it.
+    ``crag`` and ``self-crag``; ``closed``, ``rag`` and ``langgraph`` ignore it.
 
     Raises:
         ValueError: unknown mode.
@@ -45,6 +50,9 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     if mode in CRAG_MODES:
         crag.self_check = mode == "self-crag"
         return crag
-    rag = VanillaRAG(kb, k=crag.k)
-    rag.generator = crag.generator
-    return rag
+    if mode == "langgraph":
+        baseline = LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.k)
+    else:
+        baseline = VanillaRAG(kb, k=crag.k)
+    baseline.generator = crag.generator  # the compiled generator: the modes differ only before it
+    return baseline

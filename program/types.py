@@ -163,9 +163,11 @@ class CRAGResult:
     Attributes:
         question: the question as asked.
         answer: final answer text (``FALLBACK_ANSWER`` when the fallback fired).
-        action: the evaluator's action, or None when no evaluator ran: the ``closed`` and ``rag``
-            modes, and a question the retrieval decider answered without retrieval
-            (``retrieval_skipped``; Self-RAG's Retrieve = no is not one of CRAG's actions).
+        action: the evaluator's action (``langgraph``: its route, CORRECT when every passage was
+            graded relevant, INCORRECT when one was not and it took the web route), or None when
+            no evaluator ran: the ``closed`` and ``rag`` modes, and a question the retrieval
+            decider answered without retrieval (``retrieval_skipped``; Self-RAG's Retrieve = no
+            is not one of CRAG's actions).
         confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
         citations: the strips the answer cites, numbered as in the answer.
         grades: per-chunk grades with reasons.
@@ -179,7 +181,8 @@ class CRAGResult:
             ``DecideRetrieval``) judged that the question needs no sources, and the answer was
             written closed-book (``AnswerClosedBook``): no grades, strips, claims or citations.
         trace: steps with LM calls, tokens and seconds, and notable events.
-        mode: ``closed``, ``rag``, ``crag`` (no claim check) or ``self-crag`` (the whole program).
+        mode: ``closed``, ``rag``, ``crag`` (no claim check), ``self-crag`` (the whole program) or
+            ``langgraph`` (LangGraph's CRAG tutorial, ``program.baselines.LangGraphCRAG``).
     """
 
     question: str

@@ -4,6 +4,7 @@ Docstrings are the instructions the optimizers start from (DESIGN.md, Layout).
 """
 
 from signatures.answering import AnswerClosedBook, GenerateAnswer, GenerateStrictAnswer
+from signatures.baseline import GradeDocumentBinary, RewriteForWebSearch
 from signatures.deciding import DecideRetrieval
 from signatures.grading import GradeRetrieval, StripRelevance
 from signatures.rewriting import RewriteQuery
@@ -16,7 +17,9 @@ __all__ = [
     "ExtractClaims",
     "GenerateAnswer",
     "GenerateStrictAnswer",
+    "GradeDocumentBinary",
     "GradeRetrieval",
+    "RewriteForWebSearch",
     "RewriteQuery",
     "StripRelevance",
 ]

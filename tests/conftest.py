@@ -18,7 +18,9 @@ from signatures import (  # noqa: E402
     ExtractClaims,
     GenerateAnswer,
     GenerateStrictAnswer,
+    GradeDocumentBinary,
     GradeRetrieval,
+    RewriteForWebSearch,
     RewriteQuery,
     StripRelevance,
 )
@@ -89,6 +91,16 @@ def decide(inputs):
     return {"needs_retrieval": re.match(r"(hi|hello|thanks|thank you)\b", inputs["question"], re.I) is None}
 
 
+def grade_binary(inputs):
+    """LangGraph's binary grader: a document naming Acme is relevant ("yes"), any other is not."""
+    return {"relevant": "yes" if "Acme" in inputs["document"] else "no"}
+
+
+def rewrite_for_web(inputs):
+    """LangGraph's question re-writer: a better question for web search."""
+    return {"query": "Who founded the company Acme Rockets?"}
+
+
 def default_rules() -> dict:
     return {
         GradeRetrieval: grade,
@@ -100,6 +112,8 @@ def default_rules() -> dict:
         CheckClaimSupport: support,
         AnswerClosedBook: lambda i: {"answer": "Acme Rockets was founded by Jane Roe."},
         DecideRetrieval: decide,
+        GradeDocumentBinary: grade_binary,
+        RewriteForWebSearch: rewrite_for_web,
     }
 
 
