@@ -62,6 +62,7 @@ def test_changing_index_type_reindexes_without_embedding(tmp_path, embedder):
     spy = SpyEmbedder(embedder)
     KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")
     assert spy.calls == [] and manifest(idx)["index"]["ef_search"] == 64  # same spec: reused as is
+    assert (idx / "vocabulary.json").is_file() and (idx / "vocabulary.npy").is_file()  # kept by re-indexing
     KnowledgeBase.build(corpus, idx, embedder=spy, index=IndexSpec("hnsw", ef_search=128))
     assert manifest(idx)["index"]["ef_search"] == 128
     assert KnowledgeBase.load(idx)._index.hnsw.efSearch == 128
@@ -73,7 +74,8 @@ def test_changing_index_type_reindexes_without_embedding(tmp_path, embedder):
     (corpus / "kb.jsonl").write_text('{"id": "new", "text": "Something new."}\n')
     spy = SpyEmbedder(embedder)
     kb = KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")  # files changed: full rebuild
-    assert spy.calls == [len(kb)] and manifest(idx)["index"]["type"] == "hnsw"
+    assert spy.calls == [len(kb), len(kb.vocabulary)]  # the chunks, then the vocabulary's terms
+    assert manifest(idx)["index"]["type"] == "hnsw"
 
 
 def test_manifest_and_index_file_must_agree(tmp_path, embedder):
@@ -93,7 +95,7 @@ def test_manifest_and_index_file_must_agree(tmp_path, embedder):
     with pytest.raises(KnowledgeBaseError, match="holds a hnsw index, manifest says flat"):
         KnowledgeBase.load(idx)
     spy = SpyEmbedder(embedder)
-    assert len(KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")) == 8 and spy.calls == [8]
+    assert len(KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")) == 8 and spy.calls[0] == 8
 
 
 def test_index_spec_validation_and_build_index():

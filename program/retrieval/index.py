@@ -8,6 +8,11 @@ On-disk layout of ``index_dir``:
 * ``manifest.json`` — format version, embedding model and dimensions, chunking parameters,
   index type and parameters (``"index"``; absent in older builds, meaning flat), sha256 per
   source file, document and chunk counts, creation time (UTC ISO 8601).
+* ``vocabulary.json`` + ``vocabulary.npy`` — the knowledge base's own terms (headings, titles,
+  TF-IDF key phrases) and their vectors, for :meth:`KnowledgeBase.candidate_terms`; see
+  :mod:`program.retrieval.vocabulary`. Built with the index; an index saved before the
+  vocabulary existed (or with other vocabulary parameters) builds it from its stored chunks and
+  vectors, without embedding the chunks again, the first time it is needed, and saves it.
 
 ``KnowledgeBase.build`` reuses a saved index (no embedding at all) when the manifest matches the
 current files, model and parameters; when only the index spec differs it re-indexes the saved
@@ -27,6 +32,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -38,6 +44,7 @@ from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
+from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 from program.types import Passage
 
 log = logging.getLogger(__name__)
@@ -88,12 +95,14 @@ class KnowledgeBase:
     """
 
     def __init__(self, index, chunks: list[Chunk], manifest: dict, index_dir: Path,
-                 embedder: Embedder | None = None):
+                 embedder: Embedder | None = None, vocabulary: Vocabulary | None = None):
         self._index = index
         self.chunks = chunks
         self.manifest = manifest
         self.index_dir = Path(index_dir)
         self._embedder = embedder
+        self._vocabulary = vocabulary
+        self._vocabulary_lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
@@ -111,13 +120,16 @@ class KnowledgeBase:
     @classmethod
     def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
               target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
-              force: bool = False, index: IndexSpec | str = "flat") -> "KnowledgeBase":
+              force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True) -> "KnowledgeBase":
         """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
 
         Reuses the saved index without embedding when files (sha256), embedding model and
         chunking parameters are unchanged, unless ``force``. ``index`` picks the faiss index: an
         :class:`IndexSpec`, or ``"flat"`` (default, exact) / ``"hnsw"`` with default parameters.
         If only the index spec differs from the saved one, the saved vectors are re-indexed.
+        ``with_vocabulary`` (default) also collects and embeds the knowledge base's terms
+        (:attr:`vocabulary`, for :meth:`candidate_terms`) and saves them with the index; False
+        leaves them to be built if they are ever needed (e.g. a web-page index that is only searched).
 
         Raises:
             CorpusError: the corpus is missing, malformed or empty.
@@ -154,14 +166,16 @@ class KnowledgeBase:
             raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
                                      f"expected {(len(chunks), emb.dimensions)}")
         faiss_index = build_index(spec, vecs)
+        vocabulary = build_vocabulary(chunks, vecs, emb) if with_vocabulary else None
         manifest = {**expected, "index": spec.to_manifest(), "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _write_atomic(index_dir, faiss_index, chunks, manifest)
-        log.info("built %s index %s: %d docs, %d chunks in %.1fs", spec.type, index_dir, len(docs),
-                 len(chunks), manifest["build_seconds"])
-        return cls(faiss_index, chunks, manifest, index_dir, emb)
+        _write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary)
+        log.info("built %s index %s: %d docs, %d chunks, %s vocabulary terms in %.1fs", spec.type, index_dir,
+                 len(docs), len(chunks), len(vocabulary) if vocabulary is not None else "no",
+                 manifest["build_seconds"])
+        return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary)
 
     def _reindex(self, spec: IndexSpec) -> "KnowledgeBase":
         """A copy of this knowledge base under a new index spec, built from the saved vectors and
@@ -170,8 +184,11 @@ class KnowledgeBase:
         faiss_index = build_index(spec, stored_vectors(self._index))
         manifest = {**self.manifest, "index": spec.to_manifest(),
                     "reindexed": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest)
-        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder)
+        # same chunks, same vocabulary: keep the saved one (else it is built when first needed)
+        vocabulary = (self._vocabulary if self._vocabulary is not None
+                      else load_vocabulary(self.index_dir, _vocabulary_stamp(self.manifest)))
+        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary)
+        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary)
 
     @classmethod
     def load(cls, index_dir: str | Path, embedder: Embedder | None = None) -> "KnowledgeBase":
@@ -221,6 +238,56 @@ class KnowledgeBase:
                                      f"not {embedder.name!r} ({embedder.dimensions}d)")
         return cls(index, chunks, manifest, index_dir, embedder)
 
+    # ------------------------------------------------------------------ vocabulary
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The knowledge base's terms and their vectors (:mod:`program.retrieval.vocabulary`).
+
+        Loaded from ``vocabulary.json`` / ``vocabulary.npy`` in ``index_dir``; when they are
+        missing or belong to another build (an index saved before the vocabulary existed), built
+        from the stored chunks and their stored vectors (only the terms are embedded) and saved
+        beside the index. A vocabulary that cannot be saved (read-only folder) is still used.
+        """
+        if self._vocabulary is None:
+            with self._vocabulary_lock:
+                if self._vocabulary is None:
+                    stamp = _vocabulary_stamp(self.manifest)
+                    vocabulary = load_vocabulary(self.index_dir, stamp)
+                    if vocabulary is None:
+                        log.info("building the vocabulary of %s from its stored chunks", self.index_dir)
+                        vocabulary = build_vocabulary(self.chunks, stored_vectors(self._index), self.embedder)
+                        try:
+                            save_vocabulary(vocabulary, self.index_dir, stamp)
+                        except OSError as exc:
+                            log.warning("cannot save the vocabulary of %s: %s", self.index_dir, exc)
+                    self._vocabulary = vocabulary
+        return self._vocabulary
+
+    def candidate_terms(self, question: str, n: int = 12) -> list[str]:
+        """The knowledge base's own terms nearest to ``question``, for the query rewrite.
+
+        CRAG §4.3 ("knowledge searching"): a badly retrieved question is rewritten into a
+        query in the documents' words and searched again. Instead of leaving the rewriter to
+        guess the expert terms, this offers it the terms the knowledge base uses (headings,
+        titles and TF-IDF key phrases of its chunks, :mod:`program.retrieval.vocabulary`),
+        ranked by cosine similarity between the question's embedding (shape ``(d,)``, d = 384
+        for all-MiniLM-L6-v2) and the ``(n_terms, d)`` term vectors.
+
+        Args:
+            question: the user's question.
+            n: how many terms to return.
+
+        Returns:
+            Up to ``n`` terms (str), nearest first; ``[]`` for a blank question, ``n <= 0`` or a
+            knowledge base without terms.
+        """
+        if not question or not question.strip() or n <= 0:
+            return []
+        vocabulary = self.vocabulary
+        if not len(vocabulary):
+            return []
+        return vocabulary.nearest(self.embedder.encode([question])[0], n)
+
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """Top-``k`` chunks for ``query`` by cosine similarity, best first.
@@ -250,8 +317,17 @@ class KnowledgeBase:
         return out
 
 
-def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict) -> None:
-    """Write the three files into a temp folder beside ``index_dir``, then swap it into place."""
+def _vocabulary_stamp(manifest: dict) -> dict:
+    """What ties a saved vocabulary to its index: model, dimensions, chunk count, build time."""
+    embedding = manifest.get("embedding") or {}
+    return {"model": embedding.get("model"), "dimensions": embedding.get("dimensions"),
+            "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
+
+
+def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
+                  vocabulary: Vocabulary | None = None) -> None:
+    """Write the three files (and the vocabulary's two, when given) into a temp folder beside
+    ``index_dir``, then swap it into place."""
     index_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-", dir=index_dir.parent))
     try:
@@ -260,6 +336,8 @@ def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict) -
             for c in chunks:
                 f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
         (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        if vocabulary is not None:
+            save_vocabulary(vocabulary, tmp, _vocabulary_stamp(manifest))
         for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
             with open(tmp / name, "rb") as f:
                 os.fsync(f.fileno())

@@ -57,7 +57,8 @@ class OfflineSnapshotBackend:
         with self._lock:
             if self._kb is None:
                 try:
-                    kb = KnowledgeBase.build(self.snapshot_path, self.index_dir, embedder=self._embedder)
+                    kb = KnowledgeBase.build(self.snapshot_path, self.index_dir, embedder=self._embedder,
+                                             with_vocabulary=False)  # pages are only searched: no terms needed
                     docs = load_documents(self.snapshot_path)
                 except (CorpusError, KnowledgeBaseError, EmbeddingError, OSError) as exc:
                     raise WebSearchError(self.name, f"cannot index snapshot {self.snapshot_path}: {exc}") from exc
