@@ -1,6 +1,7 @@
 """CRAG's web path for INCORRECT and AMBIGUOUS retrievals (CRAG §4.3, knowledge searching).
 
-The question is rewritten into a search query in the sources' vocabulary (``RewriteQuery``);
+The question is rewritten into a search query in the sources' vocabulary (``RewriteQuery``,
+given the knowledge base's own terms nearest to the question: ``KnowledgeBase.candidate_terms``);
 the query goes to a search backend (``program.web``); hits outside the allowed sources are
 dropped before anything is fetched; the pages of the remaining hits are fetched and their main
 text extracted (``program.web.fetch``), unless the backend already returned the text (the
@@ -79,8 +80,9 @@ class WebSearcher(dspy.Module):
         fetcher: a ``PageFetcher``; default one built from the config.
 
     Edge behaviour: a rewrite that comes back empty or unparseable falls back to the original
-    question. A hit whose page cannot be fetched keeps its search snippet as its text (a
-    snippet is the search engine's excerpt of that page); a hit with neither gives nothing.
+    question; no candidate terms (None) reach the rewrite as an empty list. A hit whose page
+    cannot be fetched keeps its search snippet as its text (a snippet is the search engine's
+    excerpt of that page); a hit with neither gives nothing.
     ``forward`` never raises for a web failure: ``WebResult.error`` says what went wrong.
 
     Example:
@@ -102,17 +104,28 @@ class WebSearcher(dspy.Module):
         config = self.config or getattr(self.backend, "config", None)
         return config if isinstance(config, WebConfig) else WebConfig()
 
-    def _rewrite(self, question: str) -> str:
+    def rewrite_query(self, question: str, candidate_terms: list[str] | None = None) -> str:
+        """``RewriteQuery`` at temperature 0: the question as a search query in the sources'
+        vocabulary, given the knowledge base's ``candidate_terms`` nearest to it. Returns the
+        question itself when the rewrite comes back empty or cannot be parsed."""
+        inputs = {"question": question}
+        if "candidate_terms" in self.rewrite.signature.input_fields:
+            inputs["candidate_terms"] = list(candidate_terms or [])
         try:
-            return str(self.rewrite(question=question, config={"temperature": 0.0}).query).strip() or question
+            return str(self.rewrite(**inputs, config={"temperature": 0.0}).query).strip() or question
         except Exception:  # an unparseable rewrite must not cost the web path
             return question
 
-    def forward(self, question: str) -> WebResult:
+    def forward(self, question: str, candidate_terms: list[str] | None = None, query: str | None = None) -> WebResult:
+        """Search for ``question``, rewritten by ``RewriteQuery`` with ``candidate_terms`` (the
+        knowledge base's terms nearest to the question, ``KnowledgeBase.candidate_terms``; None:
+        an empty list). With ``query`` (already rewritten, e.g. by CRAG's correction step, which
+        also searches the knowledge base with it) no rewrite is made here."""
         if self.backend is None:
-            return WebResult(question=question, error="web search disabled")
+            return WebResult(question=question, query=query or "", error="web search disabled")
         name = getattr(self.backend, "name", "web")
-        result = WebResult(question=question, query=self._rewrite(question), backend=name)
+        query = query or self.rewrite_query(question, candidate_terms)
+        result = WebResult(question=question, query=query, backend=name)
         config = self._config()
         scope = DomainScope.from_config(config)
         try:

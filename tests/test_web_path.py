@@ -9,6 +9,7 @@ from program.web.registry import build_backend
 from program.web_path import WebSearcher
 from signatures import GradeRetrieval, RewriteQuery
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
+from tests.fake_lm import parse_list
 
 Q = "Who founded Acme Rockets?"
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
@@ -83,6 +84,33 @@ def test_search_failures_become_errors_not_exceptions(fake_lm, web_server, web_c
     fake_lm.rules[RewriteQuery] = lambda i: {"query": ""}  # an empty rewrite: the question is searched
     assert searcher(web_config)(question=Q).query == Q
     assert WebSearcher(None)(question=Q).error == "web search disabled"
+
+
+def test_the_rewrite_receives_the_knowledge_base_candidate_terms(fake_lm):
+    # CRAG §4.3 knowledge searching: the rewrite builds the query from the knowledge base's own terms
+    seen = []
+    fake_lm.rules[RewriteQuery] = lambda i: seen.append(i) or {"query": "Acme Rockets founder"}
+    web = FakeWeb([("https://example.org/acme", FOUNDING)])
+    terms = ["founder", "Acme Rockets", "launch pad"]
+    found = WebSearcher(web, k=1)(question=Q, candidate_terms=terms)
+    assert seen[0]["question"] == Q and parse_list(seen[0]["candidate_terms"]) == terms
+    assert found.query == "Acme Rockets founder" and web.queries == ["Acme Rockets founder"]
+    WebSearcher(web, k=1)(question=Q)  # no candidates: an empty list
+    assert parse_list(seen[1]["candidate_terms"]) == []
+    assert WebSearcher(web).rewrite_query(Q, ["founder"]) == "Acme Rockets founder"
+    assert parse_list(seen[2]["candidate_terms"]) == ["founder"]
+    found = WebSearcher(web, k=1)(question=Q, query="already rewritten")  # CRAG's correction rewrote it
+    assert found.query == "already rewritten" and len(seen) == 3
+
+
+def test_a_failed_rewrite_searches_the_question(fake_lm):
+    def broken(inputs):
+        raise RuntimeError("the model returned nothing parseable")
+
+    fake_lm.rules[RewriteQuery] = broken
+    web = FakeWeb([("https://example.org/acme", FOUNDING)])
+    assert WebSearcher(web, k=1)(question=Q, candidate_terms=["founder"]).query == Q
+    assert web.queries == [Q]
 
 
 def test_an_irrelevant_page_contributes_nothing(fake_lm, web_server, web_config):
