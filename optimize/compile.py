@@ -116,6 +116,9 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
     """
     if kind == "deciding":
         return decision_rows(split, rows)
+    if kind == "rewrite":  # RewriteQuery reads the knowledge base's terms nearest to the question
+        return pm.with_candidate_terms(sample_rows(adversarial.load_examples(kind, split), rows),
+                                       pm.adversarial_knowledge_base())
     if kind != "strips":
         return sample_rows(adversarial.load_examples(kind, split), rows)
     return [

@@ -5,6 +5,7 @@ DSPy optimizers call these with a labeled ``dspy.Example`` and the predictor's o
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import PurePath
 
@@ -96,7 +97,8 @@ def rewrite_metric_for(knowledge_base, k: int = 3):
     Retrieval recall is 1.0 when a document in ``example.relevant_doc_ids`` is among the top
     ``k`` chunks ``knowledge_base.search(query, k)`` returns for the rewritten query (the
     rewrite should find what the question alone might not); rows without relevant ids count
-    only the terms.
+    only the terms. The examples carry the candidate terms the rewrite was given
+    (:func:`with_candidate_terms`), as in the program.
     """
 
     def rewrite_metric(example, pred, trace=None) -> float:
@@ -107,6 +109,38 @@ def rewrite_metric_for(knowledge_base, k: int = 3):
         return 0.5 * terms + 0.5 * rewrite_retrieval_hit(knowledge_base, example, pred, k)
 
     return rewrite_metric
+
+
+def with_candidate_terms(examples, knowledge_base, n: int = 12) -> list:
+    """The rewrite examples with ``candidate_terms`` added as an input: the knowledge base's
+    ``n`` terms nearest to each question (``KnowledgeBase.candidate_terms``), as ``RewriteQuery``
+    receives them in the program. The compile passes the adversarial knowledge base
+    (:func:`adversarial_knowledge_base`) for every rewrite row, PopQA rows included: their
+    candidates then name nothing about the asked entity, and the rewrite must fall back on the
+    entity's name.
+
+    Args:
+        examples: ``dspy.Example`` objects with ``question`` among their inputs.
+        knowledge_base: an object with ``candidate_terms(question, n) -> list[str]``.
+        n: candidates per question.
+
+    Returns:
+        New examples (the given ones are not changed), inputs ``question`` and ``candidate_terms``
+        (plus any other input they had), every label kept.
+    """
+    return [e.copy(candidate_terms=list(knowledge_base.candidate_terms(e.question, n)))
+            .with_inputs(*dict.fromkeys([*e.inputs().keys(), "candidate_terms"]))
+            for e in examples]
+
+
+@functools.lru_cache(maxsize=1)
+def adversarial_knowledge_base():
+    """The adversarial set's Paylane knowledge base (``eval_sets/adversarial/kb/``), built or
+    reused once per process (``program.resources.knowledge_base``)."""
+    from eval_sets.adversarial import KB_DIR
+    from program.resources import knowledge_base
+
+    return knowledge_base(KB_DIR)
 
 
 def rewrite_retrieval_hit(knowledge_base, example, pred, k: int = 3) -> float:

@@ -47,6 +47,48 @@ def test_rewrite_metric_is_half_terms_half_retrieval():
     assert pm.doc_of("kb/decline-codes.md#3") == "decline-codes"
 
 
+class TermsKB:
+    """Candidate terms: the question's words reversed, recorded per call."""
+
+    def __init__(self):
+        self.asked = []
+
+    def candidate_terms(self, question, n=12):
+        self.asked.append((question, n))
+        return question.split()[::-1][:n]
+
+
+def test_with_candidate_terms_adds_the_knowledge_base_terms_as_an_input():
+    examples = [dspy.Example(id="r1", question="my card payment failed", expert_terms=["decline code"],
+                             relevant_doc_ids=["decline-codes"]).with_inputs("question")]
+    kb = TermsKB()
+    (out,) = pm.with_candidate_terms(examples, kb, n=2)
+    assert kb.asked == [("my card payment failed", 2)]
+    assert out.candidate_terms == ["failed", "payment"]
+    assert set(out.inputs().keys()) == {"question", "candidate_terms"}
+    assert set(out.labels().keys()) == {"id", "expert_terms", "relevant_doc_ids"}
+    assert "candidate_terms" not in examples[0]  # the given examples are unchanged
+
+
+def test_compile_rewrite_examples_carry_the_adversarial_candidate_terms(monkeypatch):
+    from eval_sets.adversarial import load_rows
+    from optimize import compile as compile_mod
+
+    kb = TermsKB()
+    monkeypatch.setattr(pm, "adversarial_knowledge_base", lambda: kb)
+    dev = compile_mod.labeled_examples("rewrite", "dev")
+    assert [e.question for e in dev] == [r["question"] for r in load_rows("rewrite", "dev")]
+    assert all(e.candidate_terms == e.question.split()[::-1][:12] for e in dev)
+    assert all(set(e.inputs().keys()) == {"question", "candidate_terms"} for e in dev)
+    assert len(compile_mod.labeled_examples("rewrite", "train", 5)) == 5
+
+
+def test_the_adversarial_knowledge_base_offers_its_own_terms():
+    # the real Paylane knowledge base (built or reused under .cache/indexes)
+    terms = pm.adversarial_knowledge_base().candidate_terms("Is two-factor authentication optional for my team?")
+    assert len(terms) == 12 and "two-factor authentication" in [t.casefold() for t in terms]
+
+
 def test_answer_metric_rewards_grounded_correct_answers():
     example = dspy.Example(question="Who founded Acme?", context=["[1] Acme was founded by Jane Roe in 1999."],
                            gold_answers=["Jane Roe"]).with_inputs("question", "context")
