@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # bump when the term rules change: saved vocabularies of another version are rebuilt
 VOCABULARY_JSON, VOCABULARY_NPY = "vocabulary.json", "vocabulary.npy"
 
 #: parameters of :func:`build_vocabulary` (saved with the vocabulary; a change rebuilds it)
