@@ -13,6 +13,7 @@ import os
 import warnings
 from pathlib import Path
 
+from program.judges import JUDGES_FILE, load_judges
 from program.resources import PROJECT_ROOT
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
@@ -93,8 +94,13 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     Returns:
         A ready ``program.crag.CRAG``.
 
+    The trained judges (``judges.json``, ``program.judges``) are attached when the compile saved
+    them, with the thresholds calibrated on their scores; without them every judgment is asked
+    of the LM, with a warning.
+
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
+        program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     from program.crag import CRAG
     from program import resources
@@ -103,13 +109,26 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     if not has_compiled(directory):
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
     manifest = read_manifest(directory)
+    judges = load_judges(directory)
     thresholds = manifest.get("thresholds", {})
+    if judges is not None and judges.choice("passage").use != "lm":
+        thresholds = judges.thresholds  # calibrated on the trained judge's scores
     settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2), **kwargs}
-    # Load the prompts before attaching the knowledge base, web and embedder: DSPy's load
-    # deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
+    # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
+    # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
     program = CRAG(None, **settings)
     load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()
+    if judges is not None:
+        judges.embedder = program.refiner.embedder
+        program.judges = judges
+        if judges.choice("passage").use != "lm":  # thresholds calibrated for this knowledge base
+            calibrated = judges.thresholds_for(program.knowledge_base)
+            program.upper = kwargs.get("upper", calibrated.get("upper", program.upper))
+            program.lower = kwargs.get("lower", calibrated.get("lower", program.lower))
+    else:
+        warnings.warn(f"{directory} holds no {JUDGES_FILE}: every judgment is asked of the LM "
+                      "(train the judges: python -m optimize.compile --only judges)", stacklevel=2)
     return program

@@ -16,7 +16,8 @@ from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
 from program.refine import KnowledgeRefiner
 from program.selfcheck import ClaimChecker
-from program.types import FALLBACK_ANSWER, Action, Claim, CRAGResult, Passage, Strip, Trace
+from program.stale import is_set_aside, set_aside_stale
+from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult, Passage, Strip, Trace
 from program.web_path import WebSearcher
 from signatures import AnswerClosedBook, DecideRetrieval
 
@@ -60,10 +61,23 @@ class CRAG(dspy.Module):
             ``AnswerClosedBook`` and retrieve nothing (``result.retrieval_skipped``, ``action``
             None). Output it cannot parse means retrieve. Off by default; its two predictors
             exist only when it is on, so the compiled state of the default program is unchanged.
+        judges: a ``program.judges.JudgeSet`` (``load_compiled`` loads the compiled one): the
+            trained passage, strip and support judges and which judgments they decide; None
+            judges with the LM Signatures alone.
+
+    Correction (CRAG §4.3, INCORRECT and AMBIGUOUS): the question is rewritten in the
+    knowledge base's own vocabulary (``RewriteQuery``, given the knowledge base's terms nearest
+    to the question), the rewritten query searches the knowledge base again and the web (when
+    one is configured), the new passages are judged like the first, and those at or above
+    ``lower`` are refined. One round, capped: the corrected passages are never corrected again.
+
+    Stale and contradicting sources: a passage that says it is deprecated, archived or retired,
+    or a community post, is set aside when another retrieved passage the judge finds at least
+    as relevant is current and official; the trace says which passage was set aside and why.
 
     Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
     the answer is supported by the internal strips, the evaluator was wrong (often a passage
-    about a namesake); the web path runs once and the answer is generated from its strips
+    about a namesake); the correction runs once and the answer is generated from its strips
     (``result.escalated``). The action reported stays the evaluator's.
 
     Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
@@ -79,7 +93,7 @@ class CRAG(dspy.Module):
 
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
-                 decide_retrieval: bool = False, lazy_evaluation: bool = True):
+                 decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
@@ -91,6 +105,16 @@ class CRAG(dspy.Module):
         self.web_searcher = WebSearcher(web, k=web_k)
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker()
+        self.judges = judges
+
+    @property
+    def judges(self):
+        """The trained judges (``program.judges.JudgeSet``) the evaluator, refiner and checker use."""
+        return self.evaluator.judges
+
+    @judges.setter
+    def judges(self, judges) -> None:
+        self.evaluator.judges = self.refiner.judges = self.checker.judges = judges
 
     @property
     def decide_retrieval(self) -> bool:
@@ -109,24 +133,25 @@ class CRAG(dspy.Module):
             return self._answer_closed_book(question, trace)
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
-        with step(trace, "evaluate"):
-            grades = self.evaluator(question=question, passages=passages,
-                                    stop_at=self.upper if self.lazy_evaluation else None)
+        grades = self._evaluate(question, passages, trace, "evaluate", lazy=self.lazy_evaluation)
         action, confidence = decide_action(grades, self.upper, self.lower)
-        trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower})")
+        trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower}); "
+                   f"scores {[(g.passage_id, g.score, g.reason) for g in grades]}")
 
         strips: list[Strip] = []
+        corrected: list[ChunkGrade] = []
         if action in (Action.CORRECT, Action.AMBIGUOUS):
-            useful = [p for p, g in zip(passages, grades) if g.score >= self.lower or g.score == UNGRADED]
-            strips += self._refine(question, useful, trace, "refine-internal")
+            strips += self._refine(question, *self._usable(passages, grades), trace, "refine-internal")
         if action in (Action.INCORRECT, Action.AMBIGUOUS):
-            strips += self._search_web(question, trace)
+            strips += self._correct(question, passages, trace, corrected)
         escalated = False
         if action is Action.CORRECT and not strips:
-            escalated, strips = self._escalate(question, trace, "no internal strip survived refinement")
+            escalated, strips = self._escalate(question, passages, trace, corrected,
+                                               "no internal strip survived refinement")
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
-                            grades=grades, strips=strips, trace=trace, escalated=escalated, mode=self.mode)
+                            grades=grades, strips=strips, trace=trace, escalated=escalated, mode=self.mode,
+                            corrected_grades=corrected)
         if not strips:
             trace.note("no relevant knowledge: honest fallback")
             result.fallback = True
@@ -135,9 +160,10 @@ class CRAG(dspy.Module):
             return self._answer(result)
         result = self._answer_and_check(result)
         if result.fallback and action is Action.CORRECT and not result.escalated:
-            result.escalated, web_strips = self._escalate(question, trace, "no claim was supported by the internal strips")
-            if web_strips:
-                result.fallback, result.strips = False, web_strips
+            result.escalated, new_strips = self._escalate(question, passages, trace, result.corrected_grades,
+                                                          "no claim was supported by the internal strips")
+            if new_strips:
+                result.fallback, result.strips = False, new_strips
                 result = self._answer_and_check(result)
         return result
 
@@ -162,35 +188,81 @@ class CRAG(dspy.Module):
                           mode=self.mode)
 
     def _may_escalate(self, result: CRAGResult) -> bool:
-        """True when a failed answer on internal strips would still be escalated to the web."""
-        return result.action is Action.CORRECT and not result.escalated and self.web_searcher.backend is not None
+        """True when a failed answer on internal strips would still be escalated (corrected once)."""
+        return result.action is Action.CORRECT and not result.escalated
 
-    def _escalate(self, question: str, trace: Trace, why: str) -> tuple[bool, list[Strip]]:
+    def _escalate(self, question: str, passages: list[Passage], trace: Trace, corrected: list[ChunkGrade],
+                  why: str) -> tuple[bool, list[Strip]]:
         # The evaluator said CORRECT but the internal knowledge did not hold up: it was wrong
-        # (often a namesake), so take the INCORRECT action's knowledge source once.
-        if self.web_searcher.backend is None:
-            trace.note(f"{why}; no web backend to fall back on")
-            return False, []
-        trace.note(f"{why}: the evaluator's 'correct' is overruled; searching the web once")
-        return True, self._search_web(question, trace)
+        # (often a namesake), so take the INCORRECT action's correction once.
+        trace.note(f"{why}: the evaluator's 'correct' is overruled; correcting once")
+        return True, self._correct(question, passages, trace, corrected)
 
-    def _refine(self, question: str, passages: list[Passage], trace: Trace, name: str) -> list[Strip]:
+    def _evaluate(self, question: str, passages: list[Passage], trace: Trace, name: str, lazy: bool) -> list[ChunkGrade]:
+        with step(trace, name) as cost:
+            grades = self.evaluator(question=question, passages=passages, stop_at=self.upper if lazy else None,
+                                    lower=self.lower, upper=self.upper)
+            grades = set_aside_stale(passages, grades, self.lower)
+            cost.notes = "; ".join(f"{g.passage_id}={g.score} {g.reason}" for g in grades)
+        for g in grades:
+            if is_set_aside(g):
+                trace.note(f"{g.passage_id}: {g.explanation}")
+        return grades
+
+    def _usable(self, passages: list[Passage], grades: list[ChunkGrade]) -> tuple[list[Passage], list[str]]:
+        """The passages worth refining (at or above ``lower``, or ungraded) and the ids of the relevant ones."""
+        usable = [p for p, g in zip(passages, grades)
+                  if (g.score >= self.lower or g.score == UNGRADED) and not is_set_aside(g)]
+        return usable, [g.passage_id for g in grades if g.score >= self.upper and not is_set_aside(g)]
+
+    def _correct(self, question: str, passages: list[Passage], trace: Trace, corrected: list[ChunkGrade]) -> list[Strip]:
+        """CRAG's knowledge correction, one round: rewrite in the knowledge base's vocabulary,
+        search the knowledge base again and the web, judge the new passages, refine the usable ones."""
+        terms = self._candidate_terms(question)
+        with step(trace, "rewrite") as cost:
+            query = self.web_searcher.rewrite_query(question, terms)
+            cost.notes = f"query={query!r}; candidate terms {terms}"
+        trace.rewritten_query = query
+        seen = {p.id for p in passages}
+        with step(trace, "re-retrieve") as cost:
+            again = [p for p in self.knowledge_base.search(query, self.k) if p.id not in seen] if query != question else []
+            cost.notes = f"{len(again)} new knowledge-base passages"
+        found = []
+        if self.web_searcher.backend is not None:
+            with step(trace, "web-search") as cost:
+                web = self.web_searcher(question=question, query=query)
+                trace.web.append(web.to_trace())
+                cost.notes = web.summary()
+            if web.error:
+                trace.note(f"web path failed: {web.error}")
+            found = web.passages
+        new = again + found
+        if not new:
+            return []
+        if self.judges is not None and self.judges.choice("passage").use != "lm":
+            # Judged like the first passages: scores cost no LM call with the trained judge.
+            grades = self._evaluate(question, new, trace, "evaluate-corrected", lazy=False)
+            corrected.extend(grades)
+            usable, relevant = self._usable(new, grades)
+        else:  # an LM grade per page costs more than the strip filter it would spare
+            usable, relevant = new, []
+        return self._refine(question, usable, relevant, trace, "refine-corrected")
+
+    def _candidate_terms(self, question: str) -> list[str]:
+        terms = getattr(self.knowledge_base, "candidate_terms", None)
+        try:
+            return list(terms(question)) if callable(terms) else []
+        except Exception:  # the vocabulary is a help, never a reason to fail
+            return []
+
+    def _refine(self, question: str, passages: list[Passage], relevant_ids: list[str], trace: Trace,
+                name: str) -> list[Strip]:
         if not passages:
             return []
         with step(trace, name) as cost:
-            strips = self.refiner(question=question, passages=passages)
+            strips = self.refiner(question=question, passages=passages, relevant_ids=relevant_ids)
             cost.notes = self.refiner.last_note
         return strips
-
-    def _search_web(self, question: str, trace: Trace) -> list[Strip]:
-        with step(trace, "web-search") as cost:
-            found = self.web_searcher(question=question)
-            trace.rewritten_query = found.query
-            trace.web.append(found.to_trace())
-            cost.notes = found.summary()
-        if found.error:
-            trace.note(f"web path failed: {found.error}")
-        return self._refine(question, found.passages, trace, "refine-web")
 
     def _answer(self, result: CRAGResult) -> CRAGResult:
         with step(result.trace, "generate"):

@@ -7,14 +7,18 @@ by an upper and a lower threshold, one of three actions:
     INCORRECT  every passage scores < lower
     AMBIGUOUS  otherwise
 
-Here the scorer is the DSPy Signature ``GradeRetrieval`` (three yes/no judgments turned
-into a score by ``score_grade``), run at temperature 0. The thresholds are calibrated by ``python -m optimize.compile``.
+The scorer is the judgment's contract, a score in [0, 1] per passage, and behind it stands
+what the compile measured best (``program.judges``): the trained passage judge (no LM call),
+the DSPy Signature ``GradeRetrieval`` (three yes/no judgments turned into a score by
+``score_grade``, at temperature 0), or a cascade (the LM only where the trained score falls
+inside its uncertainty band). The thresholds are calibrated by ``python -m optimize.compile``.
 """
 
 from __future__ import annotations
 
 import dspy
 
+from program.judges.features import STALE_CUES
 from program.lm import CRITIQUE_CONFIG
 from program.types import Action, ChunkGrade, Passage
 from signatures import GradeRetrieval
@@ -47,6 +51,16 @@ def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple
     return Action.AMBIGUOUS, confidence
 
 
+def reason_for(score: float, lower: float, upper: float, stale: bool = False) -> str:
+    """The reason a trained score stands for: ``relevant`` (>= upper), ``partial`` (>= lower)
+    or ``irrelevant``; ``stale`` when the passage says it is outdated and is not relevant."""
+    if score >= upper:
+        return "relevant"
+    if stale:
+        return "stale"
+    return "partial" if score >= lower else "irrelevant"
+
+
 def score_grade(same_entity: bool, answers_question: bool, outdated: bool = False) -> tuple[float, str]:
     """Turn GradeRetrieval's three judgments into a relevance score in [0, 1] and a reason.
 
@@ -72,11 +86,19 @@ def score_grade(same_entity: bool, answers_question: bool, outdated: bool = Fals
 
 
 class RetrievalEvaluator(dspy.Module):
-    """Grade retrieved passages with ``GradeRetrieval``, one call per passage, best-retrieved first.
+    """Grade retrieved passages, best-retrieved first: trained judge, LM, or a cascade of both.
 
     Args:
-        max_chars: passages are cut to this many characters before grading (about 170
+        max_chars: passages are cut to this many characters before LM grading (about 170
             tokens; the local model reads about 30 prompt tokens a second).
+        judges: a ``program.judges.JudgeSet``, or None to grade with ``GradeRetrieval`` only.
+            With judges, every passage gets its trained score (no LM call); the LM grades only
+            the passages the passage judge's ``JudgeChoice`` hands it (``lm``: all; ``cascade``:
+            scores inside the band), and its score then stands.
+
+    ``forward(question, passages, stop_at=None, lower=0.2, upper=0.6)``: ``lower`` and ``upper``
+    name the trained scores' reasons (``reason_for``); trained scores cost no call, so every
+    passage gets one and ``stop_at`` applies to LM grading only.
 
     ``forward(question, passages, stop_at=None)``: with ``stop_at`` (the upper threshold), grading
     stops at the first passage scoring at least ``stop_at``: the action is then CORRECT whatever
@@ -92,12 +114,16 @@ class RetrievalEvaluator(dspy.Module):
         >>> action, confidence = decide_action(grades, upper=0.6, lower=0.2)
     """
 
-    def __init__(self, max_chars: int = 700):
+    def __init__(self, max_chars: int = 700, judges=None):
         super().__init__()
         self.grade = dspy.Predict(GradeRetrieval)
         self.max_chars = max_chars
+        self.judges = judges
 
-    def forward(self, question: str, passages: list[Passage], stop_at: float | None = None) -> list[ChunkGrade]:
+    def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
+                lower: float = 0.2, upper: float = 0.6) -> list[ChunkGrade]:
+        if self.judges is not None and self.judges.choice("passage").use != "lm":
+            return self._judge(question, passages, upper, lower)
         grades: list[ChunkGrade] = []
         decided = False  # a graded passage reached stop_at: every later one stays ungraded
         for passage in passages:
@@ -107,6 +133,20 @@ class RetrievalEvaluator(dspy.Module):
             else:
                 grades.append(self._grade_one(question, passage))
                 decided = stop_at is not None and grades[-1].score >= stop_at
+        return grades
+
+    def _judge(self, question: str, passages: list[Passage], upper: float, lower: float) -> list[ChunkGrade]:
+        choice = self.judges.choice("passage")
+        grades = []
+        for passage, score in zip(passages, self.judges.passage_scores(question, passages)):
+            if choice.asks_lm(score):
+                grade = self._grade_one(question, passage)
+                grade.explanation = f"trained {score:.3f} inside the band {choice.band}: LM grade; " + grade.explanation
+                grades.append(grade)
+                continue
+            stale = any(cue in passage.text.lower() for cue in STALE_CUES)
+            reason = reason_for(score, lower, upper, stale)
+            grades.append(ChunkGrade(passage.id, round(score, 4), reason, f"trained judge {score:.3f}"))
         return grades
 
     def _grade_one(self, question: str, passage: Passage) -> ChunkGrade:

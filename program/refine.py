@@ -3,10 +3,12 @@
 Each passage is decomposed into knowledge strips (sentences; a fragment under ``min_words``
 words is joined to its neighbour); the strips are pre-filtered by embedding similarity to the
 question (cheap, no LM call), which bounds the LM calls of a refinement at ``prefilter_top``;
-each survivor is graded by one ``StripRelevance`` call (temperature 0) that copies the answer
-out of it or says NONE; and the strips whose copy checks out are recomposed in source order,
-each keeping its source id. (Grading all strips in one call was tried and dropped: the 1.5B
-model then named a strip for nearly every question, answerable or not.)
+each strip is scored in [0, 1], by the trained strip judge (``program.judges``, no LM call)
+or by one ``StripRelevance`` call (temperature 0) that copies the answer out of it or says
+NONE, or by the cascade of both; and the strips at or above the keep threshold are
+recomposed, best-scoring first, each keeping its source id. (Grading all strips in one LM
+call was tried and dropped: the 1.5B model then named a strip for nearly every question,
+answerable or not.)
 """
 
 from __future__ import annotations
@@ -67,21 +69,36 @@ class KnowledgeRefiner(dspy.Module):
             None sends every strip to the LM.
         prefilter_top: strips kept by the pre-filter and graded by the LM, one call each (at most).
         max_strips: strips kept after grading (the best ``n`` of CRAG's recomposition).
-        keep_threshold: a strip is kept when its score (``score_span``) is at least this;
-            0.5 keeps loose copies of the answer, 1.0 only verbatim ones.
+        keep_threshold: a strip is kept when its score is at least this (LM scores from
+            ``score_span``: 0.5 keeps loose copies of the answer, 1.0 only verbatim ones); with
+            trained judges their calibrated ``strip_keep`` replaces it.
         strip_words: the strip window in words.
+        judges: a ``program.judges.JudgeSet``, or None to grade with ``StripRelevance`` only.
+            With judges, every strip gets a trained score (no LM call, no pre-filter needed);
+            the LM grades only what the strip judge's ``JudgeChoice`` hands it (``lm``: the
+            pre-filtered strips; ``cascade``: the pre-filtered strips whose trained score is in
+            the band), and its score then stands.
 
-    Edge behaviour: a strip whose grading output cannot be parsed scores 0 (dropped:
-    unverified knowledge is not used) and ``last_note`` counts it. When no strip
-    reaches the threshold nothing is kept: an irrelevant source contributes nothing.
+    ``forward(question, passages, relevant_ids=())``: the ids of passages the evaluator graded
+    relevant. With trained strip scores, when no strip reaches the threshold but such a
+    passage exists, its best-scoring strips (up to ``fallback_strips``) are kept anyway: the
+    evaluator's confidence in the passage outranks the strip judge's doubt about each
+    sentence. (An LM strip grade of NONE is a verdict, not a doubt: nothing is rescued then.)
+
+    Edge behaviour: a strip whose LM grading output cannot be parsed scores 0 (dropped:
+    unverified knowledge is not used) and ``last_note`` counts it. When no strip reaches
+    the threshold and no passage was graded relevant, nothing is kept: an irrelevant source
+    contributes nothing. Kept strips are ordered by score, best first (ties in source order).
 
     Example:
         >>> strips = KnowledgeRefiner(embedder)(question="Who wrote Dune?", passages=passages)
     """
 
     def __init__(self, embedder=None, prefilter_top: int = 4, max_strips: int = 4, keep_threshold: float = 0.5,
-                 strip_words: int = 50):
+                 strip_words: int = 50, judges=None, fallback_strips: int = 2):
         super().__init__()
+        self.judges = judges
+        self.fallback_strips = fallback_strips
         self.grade = dspy.Predict(StripRelevance)
         self.embedder = embedder
         self.prefilter_top = prefilter_top
@@ -90,29 +107,51 @@ class KnowledgeRefiner(dspy.Module):
         self.strip_words = strip_words
         self.last_note = ""
 
-    def forward(self, question: str, passages: list[Passage]) -> list[Strip]:
+    def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> list[Strip]:
         strips = [s for p in passages for s in decompose(p, self.strip_words)]
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
-        candidates = self._prefilter(question, strips)
-        failures = 0
-        for strip in candidates:
-            try:
-                out = self.grade(question=question, strip=strip.text, config=CRITIQUE_CONFIG)
-                strip.relevance = score_span(out.answer_span, strip.text)
-            except Exception:  # unparseable output: the strip is not trusted
-                strip.relevance, failures = 0.0, failures + 1
-        kept = sorted((s for s in candidates if s.relevance >= self.keep_threshold), key=lambda s: -s.relevance)
-        kept = kept[: self.max_strips]
-        self.last_note = f"graded {len(candidates)} of {len(strips)} strips, kept {len(kept)}" + (
-            f"; {failures} unparseable" if failures else "")
+        similarity = self._similarity(question, strips)
+        trained = self.judges is not None and self.judges.choice("strip").use != "lm"
+        threshold = self.judges.thresholds.get("strip_keep", self.keep_threshold) if trained else self.keep_threshold
+        if trained:
+            for strip, score in zip(strips, self.judges.strip_scores(question, strips, passages, similarity)):
+                strip.relevance = round(score, 4)
+            ask = [s for s in self._prefilter(strips, similarity) if self.judges.choice("strip").asks_lm(s.relevance)]
+        else:
+            ask = self._prefilter(strips, similarity)
+        failures = sum(not self._grade_lm(question, strip) for strip in ask)
+        graded = strips if trained else ask
         order = {p.id: n for n, p in enumerate(passages)}
-        return sorted(kept, key=lambda s: (order.get(s.source_id, 0), s.position))
+        ranked = sorted(graded, key=lambda s: (-s.relevance, order.get(s.source_id, 0), s.position))
+        kept = [s for s in ranked if s.relevance >= threshold][: self.max_strips]
+        rescued = ""
+        if not kept and relevant_ids and trained:
+            kept = [s for s in ranked if s.source_id in set(relevant_ids)][: self.fallback_strips]
+            rescued = f"; none above {threshold}, kept the best {len(kept)} of the relevant passage(s)"
+        self.last_note = (f"scored {len(graded)} of {len(strips)} strips ({len(ask)} by the LM), kept {len(kept)} "
+                          f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else ""))
+        return kept
 
-    def _prefilter(self, question: str, strips: list[Strip]) -> list[Strip]:
-        if self.embedder is None or len(strips) <= self.prefilter_top:
-            return strips
+    def _grade_lm(self, question: str, strip: Strip) -> bool:
+        """Score one strip with ``StripRelevance``; False when the output cannot be parsed."""
+        try:
+            out = self.grade(question=question, strip=strip.text, config=CRITIQUE_CONFIG)
+            strip.relevance = score_span(out.answer_span, strip.text)
+            return True
+        except Exception:  # unparseable output: the strip is not trusted
+            strip.relevance = 0.0
+            return False
+
+    def _similarity(self, question: str, strips: list[Strip]) -> list[float] | None:
+        """Question-strip cosines (one embedding pass, shared by the pre-filter and the judge)."""
+        if self.embedder is None or not strips:
+            return None
         vectors = self.embedder.encode([question] + [s.text for s in strips])
-        similarity = vectors[1:] @ vectors[0]
-        top = np.argsort(-similarity)[: self.prefilter_top]
+        return (vectors[1:] @ vectors[0]).tolist()
+
+    def _prefilter(self, strips: list[Strip], similarity: list[float] | None) -> list[Strip]:
+        if similarity is None or len(strips) <= self.prefilter_top:
+            return strips
+        top = np.argsort(-np.asarray(similarity))[: self.prefilter_top]
         return [strips[i] for i in sorted(top)]

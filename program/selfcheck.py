@@ -3,9 +3,12 @@
 The answer is split into atomic claims (``ExtractClaims``); each claim is checked against
 the strips the answer cited, or all strips when the answer cited none. When one evidence
 sentence already holds the claim's words (numbers and negation agreeing), the claim is fully
-supported without an LM call; otherwise ``CheckClaimSupport`` (temperature 0) quotes the
-sentence that states it and ``judge_support`` checks the quote; the better verdict stands.
-Verdicts: fully | partially | no.
+supported without an LM call. Otherwise the support judge the compile chose decides: the
+trained support judge (``program.judges``, MiniCheck's idea: a small model trained on
+perturbed claims, no LM call) scores it in [0, 1] and calibrated thresholds give the verdict;
+or ``CheckClaimSupport`` (temperature 0) quotes the sentence that states it and
+``judge_support`` checks the quote, the better verdict standing; or the cascade (the LM only
+inside the trained score's uncertainty band). Verdicts: fully | partially | no.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from signatures import CheckClaimSupport, ExtractClaims
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 RANKED_VERDICTS = ["no", "partially", "fully"]  # IsSup verdicts, worst first
+VERDICT_VALUE = {"no": 0.0, "partially": 0.5, "fully": 1.0}  # the support judge's lexical feature
 _STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
 _DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|specified|given|contain)|no information)\b", re.I)
 
@@ -77,6 +81,8 @@ class ClaimChecker(dspy.Module):
     Args:
         extract_single_sentence: when False (default), a one-sentence answer is taken as its
             own single claim without an ``ExtractClaims`` call (the call would return it).
+        judges: a ``program.judges.JudgeSet`` whose support judge scores claims, or None
+            (the quote path only). ``Claim.score`` holds the trained score (-1.0 when none).
 
     ``forward(question, answer, strips) -> list[Claim]``. An abstention has no claims.
     A claim whose support call cannot be parsed is marked ``no`` (unsupported until shown).
@@ -87,8 +93,9 @@ class ClaimChecker(dspy.Module):
         ['fully']
     """
 
-    def __init__(self, extract_single_sentence: bool = False):
+    def __init__(self, extract_single_sentence: bool = False, judges=None):
         super().__init__()
+        self.judges = judges
         self.extract = dspy.Predict(ExtractClaims)
         self.support = dspy.Predict(CheckClaimSupport)
         self.extract_single_sentence = extract_single_sentence
@@ -111,7 +118,8 @@ class ClaimChecker(dspy.Module):
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
             cited = cited_numbers(self._sentence_for(text, sentences), len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
-            claims.append(Claim(text=strip_citations(text), support=self._check(text, evidence), cited=cited))
+            verdict, score = self._check(text, evidence)
+            claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))
         return claims
 
     @staticmethod
@@ -119,16 +127,22 @@ class ClaimChecker(dspy.Module):
         words = set(strip_citations(claim).lower().split())
         return max(sentences, key=lambda s: len(words & set(s.lower().split())), default="")
 
-    def _check(self, claim: str, evidence: list[Strip]) -> str:
+    def _check(self, claim: str, evidence: list[Strip]) -> tuple[str, float]:
+        """``(verdict, trained score or -1.0)`` for one claim against its evidence strips."""
         if not evidence:
-            return "no"
+            return "no", -1.0
         text = "\n".join(s.text for s in evidence)
         # Cheap path first: an evidence sentence that already states the claim needs no LM call.
         lexical = lexical_support(claim, text)
         if lexical == "fully":
-            return lexical
+            return lexical, -1.0
+        score = -1.0
+        if self.judges is not None and self.judges.choice("support").use != "lm":
+            score = round(self.judges.support_score(strip_citations(claim), text, VERDICT_VALUE[lexical]), 4)
+            if not self.judges.choice("support").asks_lm(score):
+                return self.judges.support_verdict(score), score
         try:
             out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)
         except Exception:  # unparseable: the word-overlap verdict stands
-            return lexical
-        return max(lexical, judge_support(claim, out.quote, text), key=RANKED_VERDICTS.index)
+            return lexical, score
+        return max(lexical, judge_support(claim, out.quote, text), key=RANKED_VERDICTS.index), score

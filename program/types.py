@@ -85,12 +85,15 @@ class Claim:
         support: ``fully | partially | no``.
         cited: 1-based numbers of the strips the answer cited for it.
         kept: False when the claim was dropped from the final answer.
+        score: the trained support judge's score in [0, 1]; -1.0 when it did not score the
+            claim (word overlap already decided, or the LM judged alone).
     """
 
     text: str
     support: str = "no"
     cited: list[int] = field(default_factory=list)
     kept: bool = True
+    score: float = -1.0
 
 
 @dataclass
@@ -177,6 +180,8 @@ class CRAGResult:
         retried: True when the stricter regeneration ran.
         escalated: True when a CORRECT route fell through to the web (no internal strip kept,
             or no claim supported by them).
+        corrected_grades: the grades of the passages the correction found (the rewritten
+            query's new knowledge-base passages and the web pages), when they were judged.
         retrieval_skipped: True when the retrieval decider (``CRAG(decide_retrieval=True)``,
             ``DecideRetrieval``) judged that the question needs no sources, and the answer was
             written closed-book (``AnswerClosedBook``): no grades, strips, claims or citations.
@@ -197,6 +202,7 @@ class CRAGResult:
     retried: bool = False
     escalated: bool = False
     retrieval_skipped: bool = False
+    corrected_grades: list[ChunkGrade] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     mode: str = "self-crag"
 

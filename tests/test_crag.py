@@ -51,7 +51,8 @@ def test_ambiguous_uses_internal_and_web(fake_lm):
     assert web.queries == ["Acme Rockets founder"]
     assert {s.source_id for s in result.strips} == {WEB_PAGE[0]}
     steps = [s.step for s in result.trace.steps]
-    assert steps[:4] == ["retrieve", "evaluate", "refine-internal", "web-search"]
+    # the correction: rewrite, the knowledge base searched again with the rewrite, then the web
+    assert steps[:6] == ["retrieve", "evaluate", "refine-internal", "rewrite", "re-retrieve", "web-search"]
 
 
 def test_thresholds_change_the_action(fake_lm):
@@ -146,11 +147,13 @@ def test_correct_route_with_no_supported_claim_escalates_to_the_web(fake_lm):
     assert [c.support for c in result.claims] == ["fully"] and not result.fallback
 
 
-def test_escalation_without_a_web_backend_falls_back(fake_lm):
-    result = CRAG(ListKnowledgeBase([NAMESAKE]), web=None)(question=Q)
-    assert result.action is Action.CORRECT and result.fallback and not result.escalated
+def test_escalation_without_a_web_backend_asks_the_knowledge_base_again_then_falls_back(fake_lm):
+    kb = ListKnowledgeBase([NAMESAKE])
+    result = CRAG(kb, web=None)(question=Q)
+    assert result.action is Action.CORRECT and result.fallback and result.escalated
     assert result.answer == FALLBACK_ANSWER
-    assert "no internal strip survived refinement; no web backend to fall back on" in result.trace.events
+    assert kb.queries == [Q, "Acme Rockets founder"]  # the rewritten query searched the knowledge base
+    assert [s.step for s in result.trace.steps][-2:] == ["rewrite", "re-retrieve"]
 
 
 def test_unparseable_grader_output_degrades_to_irrelevant(fake_lm):
@@ -227,7 +230,8 @@ def test_refinement_grades_each_strip(fake_lm):
     result, _ = run([text], lazy_evaluation=False)
     assert fake_lm.calls["StripRelevance"] == 3
     assert [s.text for s in result.strips] == [FOUNDING, "Jane Roe also founded Roe Labs in 2005."]
-    assert next(s.notes for s in result.trace.steps if s.step == "refine-internal") == "graded 3 of 3 strips, kept 2"
+    assert next(s.notes for s in result.trace.steps if s.step == "refine-internal") == \
+        "scored 3 of 3 strips (3 by the LM), kept 2 at threshold 0.5"
 
 
 def test_unparseable_strip_grading_keeps_nothing_and_says_so(fake_lm):

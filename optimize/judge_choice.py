@@ -1,0 +1,121 @@
+"""Choose, per judgment, the prompted LM, the trained judge or their cascade, on the same dev rows.
+
+The compile measures each LM predictor on a seeded sample of dev rows (``optimize.compile``);
+this module scores the same rows with the trained judge and with the cascade (the trained
+judge outside its uncertainty band, the LM's own prediction for that row inside it), so the
+three candidates are compared on identical labels without a single extra LM call. The best
+candidate wins; ties go to the cheaper one (trained, then cascade, then LM).
+
+Figures, by judgment: ``passage``: action-band accuracy of GradeRetrieval's rows (each
+passage's score read through the evaluator's thresholds); ``strip``: F1 of the strips kept;
+``support``: IsSup verdict accuracy (fully / partially / no).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimize import predictor_metrics as pm
+from program.evaluator import score_grade
+from program.judges import JudgeChoice, JudgeSet
+from program.judges.features import cue_pairs, passage_features, strip_features
+from program.selfcheck import RANKED_VERDICTS, VERDICT_VALUE, judge_support, lexical_support
+from program.types import Passage, Strip
+
+CHEAPEST_FIRST = ("trained", "cascade", "lm")
+KIND_OF = {"passage": "grading", "strip": "strips", "support": "support"}
+
+
+def _band_accuracy(pairs) -> float:
+    return round(float(np.mean([a == b for a, b in pairs])), 4) if pairs else 0.0
+
+
+def passage_candidates(judges: JudgeSet, rows, band) -> dict:
+    """``{"lm", "trained", "cascade"}`` -> band accuracy on GradeRetrieval's dev rows."""
+    t = judges.thresholds
+    out = {"lm": [], "trained": [], "cascade": []}
+    vectors = judges._encode([e.question for e, _, _ in rows] + [e.passage for e, _, _ in rows]) if rows else []
+    n = len(rows)
+    for i, (example, pred, _) in enumerate(rows):
+        truth = pm.grade_band(float(example.relevance))
+        try:
+            lm_band = pm.grade_band(score_grade(pred.same_entity, pred.answers_question, pred.outdated)[0])
+        except Exception:  # noqa: BLE001 - an unparsed LM row counts as irrelevant, as in the program
+            lm_band = "incorrect"
+        cos = float(vectors[i] @ vectors[n + i])
+        score = judges.judges["passage"].score(passage_features(example.question, example.passage, cos),
+                                                cue_pairs(example.question, example.passage))
+        trained_band = pm.grade_band(score, t["upper"], t["lower"])
+        out["lm"].append((lm_band, truth))
+        out["trained"].append((trained_band, truth))
+        out["cascade"].append((lm_band if JudgeChoice("cascade").asks_lm(score) else trained_band, truth))
+    return {k: _band_accuracy(v) for k, v in out.items()}
+
+
+def strip_candidates(judges: JudgeSet, rows) -> dict:
+    """``{"lm", "trained", "cascade"}`` -> F1 of kept strips on StripRelevance's dev rows."""
+    keep = judges.thresholds.get("strip_keep", 0.5)
+    kept = {"lm": [], "trained": [], "cascade": []}
+    labels = []
+    for example, pred, _ in rows:
+        context = getattr(example, "context", None) or example.strip
+        strip = Strip("row", 0, example.strip)
+        passage = Passage("row", context)
+        score = judges.strip_scores(example.question, [strip], [passage])[0]
+        lm_kept = pred is not None and pm.kept_strip(example, pred)
+        kept["lm"].append(lm_kept)
+        kept["trained"].append(score >= keep)
+        kept["cascade"].append(lm_kept if JudgeChoice("cascade").asks_lm(score) else score >= keep)
+        labels.append(bool(example.relevant))
+    from optimize.train_judges import f1
+
+    return {k: f1(labels, v) for k, v in kept.items()}
+
+
+def support_candidates(judges: JudgeSet, rows) -> dict:
+    """``{"lm", "trained", "cascade"}`` -> verdict accuracy on CheckClaimSupport's dev rows.
+
+    The LM candidate is what the self-check decides with it (the better of word overlap and
+    the model's quote); the trained one is the support judge's verdict, word overlap's
+    ``fully`` standing as in the program."""
+    right = {"lm": [], "trained": [], "cascade": []}
+    for example, pred, _ in rows:
+        lexical = lexical_support(example.claim, example.evidence)
+        quote = str(getattr(pred, "quote", "") or "") if pred is not None else ""
+        lm = max(lexical, judge_support(example.claim, quote, example.evidence), key=RANKED_VERDICTS.index)
+        if lexical == "fully":
+            trained = cascade = "fully"
+        else:
+            score = judges.support_score(example.claim, example.evidence, VERDICT_VALUE[lexical])
+            trained = judges.support_verdict(score)
+            cascade = lm if JudgeChoice("cascade").asks_lm(score) else trained
+        for name, verdict in (("lm", lm), ("trained", trained), ("cascade", cascade)):
+            right[name].append(verdict == example.support)
+    return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
+
+
+def choose(judges: JudgeSet, lm_rows: dict) -> dict:
+    """Measure the three candidates of each judgment on the LM's dev rows and set ``judges.choices``.
+
+    Args:
+        lm_rows: ``"grading"`` / ``"strips"`` / ``"support"`` -> the kept LM predictor's
+            ``(example, prediction, score)`` dev rows; a missing kind keeps the trained judge.
+
+    Returns:
+        ``{judgment: {"lm": .., "trained": .., "cascade": .., "chosen": .., "dev_rows": n}}``.
+    """
+    measure = {"passage": lambda rows: passage_candidates(judges, rows, None),
+               "strip": lambda rows: strip_candidates(judges, rows),
+               "support": lambda rows: support_candidates(judges, rows)}
+    report = {}
+    for judgment, kind in KIND_OF.items():
+        rows = lm_rows.get(kind)
+        if not rows:
+            judges.choices[judgment] = JudgeChoice("trained")
+            report[judgment] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
+            continue
+        figures = measure[judgment](rows)
+        chosen = max(CHEAPEST_FIRST, key=lambda c: (figures[c], -CHEAPEST_FIRST.index(c)))
+        judges.choices[judgment] = JudgeChoice(chosen)
+        report[judgment] = {**figures, "chosen": chosen, "dev_rows": len(rows)}
+    return report

@@ -1,0 +1,287 @@
+"""Train the small judges, calibrate their thresholds on ``train``, report them on ``dev``.
+
+``python -m optimize.train_judges [--out compiled]`` runs this step alone; ``python -m
+optimize.compile`` runs it before compiling the prompts. Seeded, from the repository alone:
+PopQA ``train`` questions and knowledge base, the adversarial set's ``train`` rows, and
+synthetic support pairs made from PopQA ``train`` documents (``optimize.judge_data``).
+
+Thresholds are calibrated on out-of-fold scores of the training rows (5 folds grouped by
+question), never on the rows a figure is reported on:
+
+* the evaluator's ``lower`` / ``upper`` (CRAG §4.3) for the best action accuracy on the
+  adversarial train queries plus the PopQA train "is any top-3 passage relevant" decision;
+* ``strip_keep`` for the best strip F1 (CRAG §4.4);
+* ``support_fully`` / ``support_partially`` for the best IsSup verdict accuracy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+
+import numpy as np
+
+from optimize import judge_data as jd
+from program.judges import JudgeChoice, JudgeSet, LinearJudge
+from program.judges.store import corpus_key
+from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
+
+GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
+LABELED_SUPPORT_WEIGHT = 10.0
+SEED = 0
+
+
+def _fit(name, names, pairs: jd.Pairs, c=1.0) -> LinearJudge:
+    dense, labels = pairs.arrays()
+    return LinearJudge.fit(name, names, dense, labels, pairs.cues, c=c, seed=SEED)
+
+
+def out_of_fold(name, names, pairs: jd.Pairs, folds: int = 5, c=1.0, weights: np.ndarray | None = None) -> np.ndarray:
+    """Scores of each training row from a judge trained on the other folds (grouped by question)."""
+    groups = sorted(set(pairs.groups))
+    fold_of = {g: i % folds for i, g in enumerate(np.random.default_rng(SEED).permutation(groups))}
+    scores = np.zeros(len(pairs))
+    dense, labels = pairs.arrays()
+    for f in range(folds):
+        test = np.array([fold_of[g] == f for g in pairs.groups])
+        if test.all() or not test.any() or len(set(labels[~test])) < 2:
+            continue
+        cues = [c_ for c_, t in zip(pairs.cues, test) if not t] if pairs.cues is not None else None
+        judge = LinearJudge.fit(name, names, dense[~test], labels[~test], cues, c=c, seed=SEED,
+                                sample_weight=None if weights is None else weights[~test])
+        for i in np.flatnonzero(test):
+            scores[i] = judge.score(dense[i], pairs.cues[i] if pairs.cues is not None else None)
+    return scores
+
+
+def auc(labels, scores) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return round(float(roc_auc_score(labels, scores)), 4) if len(set(labels)) == 2 else float("nan")
+
+
+def f1(labels, kept) -> float:
+    labels, kept = np.asarray(labels, bool), np.asarray(kept, bool)
+    tp = (labels & kept).sum()
+    return round(float(2 * tp / (labels.sum() + kept.sum())), 4) if labels.sum() + kept.sum() else 1.0
+
+
+def action_of(best: float, lower: float, upper: float) -> str:
+    return "correct" if best >= upper else "incorrect" if best < lower else "ambiguous"
+
+
+def question_best(groups, scores) -> dict:
+    best: dict = {}
+    for g, s in zip(groups, scores):
+        best[g] = max(best.get(g, 0.0), float(s))
+    return best
+
+
+def calibrate_actions(best: dict, expected: dict) -> dict:
+    """Grid-search ``(lower, upper)`` for the best action accuracy of ``best`` (question ->
+    highest top-3 score) against ``expected`` (question -> correct | ambiguous | incorrect);
+    ties go to the narrower band."""
+
+    def accuracy(lower, upper):
+        return float(np.mean([action_of(best.get(q, 0.0), lower, upper) == a for q, a in expected.items()]))
+
+    lower, upper = max(((lo, up) for lo, up in itertools.product(GRID, GRID) if lo <= up),
+                       key=lambda p: (round(accuracy(*p), 4), -abs(p[1] - p[0])))
+    return {"lower": lower, "upper": upper, "train_action_accuracy": round(accuracy(lower, upper), 4),
+            "train_questions": len(expected)}
+
+
+def popqa_expected(groups, labels, scores, recall: float = 0.95) -> tuple[dict, dict, float]:
+    """PopQA's action labels from passage labels: ``correct`` when a top-3 passage is
+    relevant, else ``incorrect`` (PopQA has no ambiguous label). Also the ``lower`` bound
+    that keeps ``recall`` of the relevant passages usable (score >= lower).
+
+    Returns ``(best score per question, expected action per question, lower)``."""
+    top3 = [i < 3 for g in _runs(groups) for i in range(g)]
+    best, relevant = {}, {}
+    for g, label, score, top in zip(groups, labels, scores, top3):
+        if top:
+            best[g] = max(best.get(g, 0.0), float(score))
+            relevant[g] = relevant.get(g, False) or bool(label)
+    positives = sorted(float(s) for s, label in zip(scores, labels) if label)
+    lower = max([t for t in GRID if np.mean([p >= t for p in positives]) >= recall] or [GRID[0]])
+    return best, {g: "correct" if r else "incorrect" for g, r in relevant.items()}, lower
+
+
+def calibrate_support(targets, scores) -> tuple[float, float, float]:
+    """``(partially, fully, accuracy)`` thresholds for the best three-way verdict accuracy."""
+    targets = np.asarray(targets)
+    best = (0.35, 0.5, -1.0)
+    for lo, hi in itertools.product(GRID, GRID):
+        if lo > hi:
+            continue
+        verdicts = np.where(scores >= hi, 1.0, np.where(scores >= lo, 0.5, 0.0))
+        acc = float((verdicts == targets).mean())
+        if acc > best[2]:
+            best = (lo, hi, acc)
+    return best
+
+
+def support_accuracy(targets, scores, lo, hi) -> float:
+    verdicts = np.where(np.asarray(scores) >= hi, 1.0, np.where(np.asarray(scores) >= lo, 0.5, 0.0))
+    return round(float((verdicts == np.asarray(targets)).mean()), 4)
+
+
+def train_judges(popqa_kb, adversarial_kb, embedder, log=print) -> JudgeSet:
+    """Train, calibrate and measure the three judges; return them with their figures.
+
+    Args:
+        popqa_kb: the PopQA knowledge base (``program.resources.knowledge_base()``).
+        adversarial_kb: the adversarial help-centre knowledge base.
+        embedder: the all-MiniLM-L6-v2 embedder (``encode(list[str])``).
+    """
+    from eval_sets import adversarial
+    from eval_sets.popqa import load_questions, read_jsonl, KNOWLEDGE_BASE_PATH
+
+    started = time.perf_counter()
+
+    def log_step(message):
+        log(f"judges [{time.perf_counter() - started:6.1f} s]: {message}")
+
+    train_q, dev_q = load_questions(split="train"), load_questions(split="dev")
+    adv = {kind: {s: adversarial.load_rows(kind, s) for s in ("train", "dev")}
+           for kind in ("grading", "queries", "strips", "support")}
+
+    log_step(f"passage pairs ({len(train_q)} PopQA train questions, adversarial train rows)")
+    popqa_train = jd.popqa_passage_pairs(train_q, popqa_kb)
+    adv_train = jd.adversarial_passage_pairs(adv["grading"]["train"], adv["queries"]["train"], adversarial_kb, embedder)
+    passage_pairs = jd.Pairs().extend(popqa_train).extend(adv_train)
+    passage = _fit("passage", PASSAGE_NAMES, passage_pairs)
+    oof = out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
+    n_pop = len(popqa_train)
+    # Thresholds per knowledge base, each on its own training questions' top-3 passages:
+    # one judge's scores mean different things on encyclopedia pages and help-centre pages.
+    best, expected, lower = popqa_expected(popqa_train.groups, popqa_train.labels, oof[:n_pop])
+    popqa_thresholds = {**calibrate_actions(best, expected), "lower": lower}
+    popqa_thresholds["upper"] = max(popqa_thresholds["upper"], lower)
+    query_rows = [i for i in range(n_pop, len(passage_pairs)) if passage_pairs.groups[i].startswith("query-")]
+    adv_best, _, _ = popqa_expected([passage_pairs.groups[i] for i in query_rows],
+                                    [passage_pairs.labels[i] for i in query_rows], oof[query_rows])
+    adv_expected = {r["id"]: r["expected_action"] for r in adv["queries"]["train"] if r.get("needs_retrieval", True)}
+    adv_thresholds = calibrate_actions(adv_best, adv_expected)
+    thresholds = {"lower": popqa_thresholds["lower"], "upper": popqa_thresholds["upper"]}
+    by_corpus = {corpus_key(popqa_kb): {"name": "popqa", **popqa_thresholds},
+                 corpus_key(adversarial_kb): {"name": "adversarial", **adv_thresholds}}
+
+    log_step("strip pairs")
+    strip_pairs = jd.popqa_strip_pairs(train_q, popqa_kb, embedder).extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder))
+    strip = _fit("strip", STRIP_NAMES, strip_pairs)
+    strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
+    keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
+
+    log_step("support pairs (labeled and synthetic)")
+    docs = {r["doc_id"]: r["text"] for r in read_jsonl(KNOWLEDGE_BASE_PATH)}
+    train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
+    synthetic = jd.synthetic_support_pairs(train_docs, embedder)
+    support_pairs = jd.Pairs(cues=None).extend(synthetic).extend(jd.support_rows_pairs(adv["support"]["train"], embedder))
+    # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial support)
+    weights = np.array([1.0] * len(synthetic) + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic)))
+    dense, labels = support_pairs.arrays()
+    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=SEED)
+    labeled = [i for i, g in enumerate(support_pairs.groups) if g.startswith("support-")]
+    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)[labeled]
+    lo, hi, _ = calibrate_support(np.asarray(support_pairs.targets)[labeled], support_oof)
+
+    judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
+                      choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
+                      thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
+                      thresholds_by_corpus=by_corpus, embedder=embedder)
+    log_step("measuring on dev")
+    judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder)
+    judges.figures["train_rows"] = {"passage": len(passage_pairs), "strip": len(strip_pairs), "support": len(support_pairs)}
+    judges.figures["seconds"] = round(time.perf_counter() - started, 1)
+    return judges
+
+
+def _runs(groups: list[str]) -> list[int]:
+    """Lengths of the runs of equal consecutive group ids (one run per question)."""
+    return [len(list(g)) for _, g in itertools.groupby(groups)]
+
+
+def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder) -> dict:
+    """The trained judges' dev figures: PopQA dev passage AUC and the "any top-3 relevant"
+    decision (with plain cosine's for comparison), adversarial dev action accuracy on the
+    queries and band accuracy on the grading rows, strip F1, support verdict accuracy."""
+    t = judges.thresholds
+    figures: dict = {}
+    pop = jd.popqa_passage_pairs(dev_q, popqa_kb)
+    scores = np.array([judges.judges["passage"].score(d, c) for d, c in zip(pop.dense, pop.cues)])
+    cosine = np.array([d[0] for d in pop.dense])
+    top3 = np.array([i < 3 for g in _runs(pop.groups) for i in range(g)])
+    any_rel = {g: False for g in pop.groups}
+    for g, l, t3 in zip(pop.groups, pop.labels, top3):
+        any_rel[g] |= bool(l) and bool(t3)
+    best = question_best(np.array(pop.groups)[top3], scores[top3])
+    best_cos = question_best(np.array(pop.groups)[top3], cosine[top3])
+    cos_t = max(GRID, key=lambda x: np.mean([(best_cos[q] >= x) == any_rel[q] for q in best_cos]))  # the baseline's best case
+    figures["popqa_dev"] = {
+        "pairs": len(pop), "questions": len(best), "passage_auc": auc(pop.labels, scores), "cosine_auc": auc(pop.labels, cosine),
+        "any_relevant_accuracy": round(float(np.mean([(best[q] >= t["upper"]) == any_rel[q] for q in best])), 4),
+        "cosine_any_relevant_accuracy_best_threshold": round(float(np.mean([(best_cos[q] >= cos_t) == any_rel[q] for q in best_cos])), 4),
+        "share_any_relevant": round(float(np.mean(list(any_rel.values()))), 4)}
+    adv_pairs = jd.adversarial_passage_pairs([], adv["queries"]["dev"], adversarial_kb, embedder)
+    adv_scores = [judges.judges["passage"].score(d, c) for d, c in zip(adv_pairs.dense, adv_pairs.cues)]
+    top3 = [i < 3 for g in _runs(adv_pairs.groups) for i in range(g)]
+    best_adv = question_best([g for g, k in zip(adv_pairs.groups, top3) if k], [s for s, k in zip(adv_scores, top3) if k])
+    expected = {r["id"]: r["expected_action"] for r in adv["queries"]["dev"] if r.get("needs_retrieval", True)}
+    ta = judges.thresholds_for(adversarial_kb)  # calibrated on the adversarial train queries
+    predicted = {q: action_of(best_adv.get(q, 0.0), ta["lower"], ta["upper"]) for q in expected}
+    grading = jd.adversarial_passage_pairs(adv["grading"]["dev"], [], adversarial_kb, embedder)
+    grade_scores = [judges.judges["passage"].score(d, c) for d, c in zip(grading.dense, grading.cues)]
+    bands = [action_of(r, 0.2, 0.6) for r in grading.targets]  # relevance label -> band, as the LM's metric
+    figures["adversarial_dev"] = {
+        "queries": len(expected),
+        "action_accuracy": round(float(np.mean([predicted[q] == expected[q] for q in expected])), 4),
+        "confusion": _confusion(expected, predicted),
+        "thresholds": {"lower": ta["lower"], "upper": ta["upper"]},
+        "grading_band_accuracy": round(float(np.mean([action_of(s, ta["lower"], ta["upper"]) == b
+                                                       for s, b in zip(grade_scores, bands)])), 4),
+        "grading_auc": auc(grading.labels, grade_scores)}
+    strips = jd.adversarial_strip_pairs(adv["strips"]["dev"], embedder)
+    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
+    figures["strips_dev"] = {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
+                             "auc": auc(strips.labels, strip_scores)}
+    support = jd.support_rows_pairs(adv["support"]["dev"], embedder)
+    support_scores = np.array([judges.judges["support"].score(d) for d in support.dense])
+    lexical = np.array([d[SUPPORT_NAMES.index("lexical_verdict")] for d in support.dense])
+    figures["support_dev"] = {
+        "rows": len(support),
+        "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"], t["support_fully"]),
+        "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
+        "auc_fully": auc(support.labels, support_scores)}
+    return figures
+
+
+def _confusion(expected: dict, predicted: dict) -> dict:
+    table: dict = {}
+    for q, a in expected.items():
+        table.setdefault(a, {}).setdefault(predicted[q], 0)
+        table[a][predicted[q]] += 1
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m optimize.train_judges", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=None, help="folder to save judges.json into (default: only print)")
+    args = parser.parse_args(argv)
+    from eval_sets.adversarial import KB_DIR
+    from program import resources
+    from program.judges import save_judges
+
+    judges = train_judges(resources.knowledge_base(), resources.knowledge_base(KB_DIR), resources.embedder())
+    print(json.dumps({"thresholds": judges.thresholds, "figures": judges.figures}, indent=2))
+    if args.out:
+        print(f"saved {save_judges(judges, args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The set of trained judges a compile produced: scoring, saving and loading ``compiled/judges.json``.
+
+``JudgeSet`` scores the three judgments with no LM call:
+
+* ``passage_scores(question, passages)``: CRAG §4.2's relevance of each retrieved passage;
+* ``strip_scores(question, strips, passages)``: CRAG §4.4's relevance of each knowledge strip;
+* ``support_score(claim, evidence)``: Self-RAG's IsSup as a probability that the evidence
+  states the claim (MiniCheck's formulation).
+
+Each ``JudgeChoice`` says who decides a judgment: ``trained`` (the judge alone), ``lm`` (the
+prompted Signature alone) or ``cascade`` (the judge outside the uncertainty ``band``, the LM
+inside it), as the compile measured best on the dev labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from program.judges.features import (cue_pairs, evidence_sentences, passage_features, strip_features,
+                                     support_features)
+from program.judges.model import LinearJudge
+
+JUDGES_FILE = "judges.json"
+JUDGMENTS = ("passage", "strip", "support")
+
+
+@dataclass
+class JudgeChoice:
+    """Who decides one judgment.
+
+    Attributes:
+        use: ``trained``, ``lm`` or ``cascade``.
+        band: ``(low, high)``: with ``cascade``, a trained score inside ``[low, high)`` is
+            replaced by the LM's; outside it the trained score stands.
+    """
+
+    use: str = "trained"
+    band: tuple[float, float] = (0.3, 0.7)
+
+    def asks_lm(self, trained_score: float | None) -> bool:
+        """True when the LM must judge (``lm``, or ``cascade`` with the score inside the band)."""
+        if self.use == "lm" or trained_score is None:
+            return True
+        return self.use == "cascade" and self.band[0] <= trained_score < self.band[1]
+
+
+@dataclass
+class JudgeSet:
+    """The trained judges, their thresholds and choices, and the embedder they read.
+
+    Attributes:
+        judges: ``passage`` / ``strip`` / ``support`` -> ``LinearJudge``.
+        choices: the same keys -> ``JudgeChoice``.
+        thresholds: the evaluator's default ``lower`` / ``upper``, ``strip_keep`` (a strip is
+            kept at or above it), ``support_fully`` and ``support_partially`` (support score ->
+            Self-RAG's fully / partially / no).
+        thresholds_by_corpus: ``corpus_key`` -> the evaluator's thresholds calibrated on that
+            knowledge base's own training questions (``thresholds_for``).
+        figures: the compile's dev figures, for the manifest and the trace.
+        embedder: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, set when loaded.
+    """
+
+    judges: dict[str, LinearJudge]
+    choices: dict[str, JudgeChoice] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)
+    thresholds_by_corpus: dict[str, dict] = field(default_factory=dict)
+    embedder: object = None
+
+    def thresholds_for(self, knowledge_base) -> dict:
+        """The evaluator's thresholds for ``knowledge_base``: those calibrated on its own labeled
+        training questions when the compile had some (matched by ``corpus_key``), else the
+        default ones (``thresholds``, calibrated on PopQA ``train``)."""
+        try:
+            own = self.thresholds_by_corpus.get(corpus_key(knowledge_base))
+        except (AttributeError, KeyError, TypeError):
+            own = None
+        return {**self.thresholds, **(own or {})}
+
+    def choice(self, judgment: str) -> JudgeChoice:
+        return self.choices.get(judgment, JudgeChoice("trained" if judgment in self.judges else "lm"))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self.embedder is None:
+            from program.resources import embedder
+
+            self.embedder = embedder()
+        return np.asarray(self.embedder.encode(texts))
+
+    def passage_scores(self, question: str, passages) -> list[float]:
+        """Relevance in [0, 1] of each passage (``program.types.Passage``) to the question.
+
+        A knowledge-base passage's retrieval cosine (``passage.score``) is reused; other
+        passages (web pages) are embedded here, cut to 2,000 characters.
+        """
+        if not passages:
+            return []
+        cosines = [p.score if p.source == "kb" and p.score else None for p in passages]
+        missing = [i for i, c in enumerate(cosines) if c is None]
+        if missing:
+            vectors = self._encode([question] + [passages[i].text[:2000] for i in missing])
+            for i, v in zip(missing, vectors[1:] @ vectors[0]):
+                cosines[i] = float(v)
+        judge = self.judges["passage"]
+        return [judge.score(passage_features(question, p.text, c), cue_pairs(question, p.text))
+                for p, c in zip(passages, cosines)]
+
+    def strip_scores(self, question: str, strips, passages, cosines: list[float] | None = None) -> list[float]:
+        """Relevance in [0, 1] of each strip (``program.types.Strip``) to the question.
+
+        Args:
+            passages: the passages the strips came from (their text is the strips' context).
+            cosines: question-strip cosines when the caller already embedded the strips.
+        """
+        if not strips:
+            return []
+        if cosines is None:
+            vectors = self._encode([question] + [s.text for s in strips])
+            cosines = (vectors[1:] @ vectors[0]).tolist()
+        by_id = {p.id: p for p in passages}
+        passage_cos = {p.id: p.score for p in passages}
+        judge = self.judges["strip"]
+        scores = []
+        for strip, cos in zip(strips, cosines):
+            source = by_id.get(strip.source_id)
+            context = source.text if source is not None else strip.text
+            dense = strip_features(question, strip.text, float(cos), context, float(passage_cos.get(strip.source_id, 0.0)))
+            scores.append(judge.score(dense, cue_pairs(question, strip.text)))
+        return scores
+
+    def support_score(self, claim: str, evidence: str, lexical_verdict: float) -> float:
+        """Probability in [0, 1] that ``evidence`` states ``claim`` (Self-RAG IsSup)."""
+        sentences = evidence_sentences(evidence) or [evidence]
+        vectors = self._encode([claim, evidence[:2000]] + sentences)
+        cosines = (vectors[2:] @ vectors[0]).tolist()
+        dense = support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict)
+        return self.judges["support"].score(dense)
+
+    def support_verdict(self, score: float) -> str:
+        """Self-RAG's verdict for a support score, by the calibrated thresholds."""
+        if score >= self.thresholds.get("support_fully", 0.5):
+            return "fully"
+        return "partially" if score >= self.thresholds.get("support_partially", 0.35) else "no"
+
+    def to_dict(self) -> dict:
+        return {"judges": {k: j.to_dict() for k, j in self.judges.items()},
+                "choices": {k: asdict(c) for k, c in self.choices.items()},
+                "thresholds": self.thresholds, "thresholds_by_corpus": self.thresholds_by_corpus,
+                "figures": self.figures}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "JudgeSet":
+        return cls(judges={k: LinearJudge.from_dict(j) for k, j in d["judges"].items()},
+                   choices={k: JudgeChoice(c["use"], tuple(c["band"])) for k, c in d.get("choices", {}).items()},
+                   thresholds=dict(d.get("thresholds", {})), figures=d.get("figures", {}),
+                   thresholds_by_corpus=dict(d.get("thresholds_by_corpus", {})))
+
+
+def corpus_key(knowledge_base) -> str:
+    """A knowledge base's identity: sha256 (16 hex digits) of its manifest's file hashes.
+
+    Raises:
+        AttributeError / KeyError: the object has no ``manifest`` with ``files``."""
+    files = knowledge_base.manifest["files"]
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def save_judges(judges: JudgeSet, directory: str | Path) -> Path:
+    """Write ``judges.json`` into ``directory`` atomically (temporary file, then rename)."""
+    path = Path(directory) / JUDGES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(judges.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+class JudgesFileError(ValueError):
+    """``judges.json`` exists but cannot be read; the message names the file and the problem."""
+
+
+def load_judges(directory: str | Path) -> JudgeSet | None:
+    """The judges saved in ``directory``, or None when it has no ``judges.json``.
+
+    Raises:
+        JudgesFileError: the file is not valid JSON or lacks a judge's fields.
+    """
+    path = Path(directory) / JUDGES_FILE
+    if not path.exists():
+        return None
+    try:
+        return JudgeSet.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JudgesFileError(f"{path}: not a judges file ({type(exc).__name__}: {exc}); "
+                              "rebuild it: python -m optimize.compile --only judges") from None

@@ -1,0 +1,156 @@
+"""The trained judges: features, the linear model and its JSON, choices, and CRAG run on them."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+
+import numpy as np
+import pytest
+
+from program.crag import CRAG
+from program.judges import JudgeChoice, JudgesFileError, JudgeSet, LinearJudge, load_judges, save_judges
+from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, entity_names,
+                                     name_phrase, passage_features)
+from program.stale import set_aside_stale, source_status
+from program.types import Action, ChunkGrade, Passage
+from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
+
+Q = "Who founded Acme Rockets?"
+OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
+
+
+class WordEmbedder:
+    """Bag of hashed words in 64 dimensions, L2-normalised: deterministic and instant."""
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), 64))
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i, zlib.crc32(word.encode()) % 64] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def judge_on(name: str, names: list[str], feature: str, weight: float, bias: float) -> LinearJudge:
+    """A judge whose logit is ``bias + weight * feature`` (standardisation off)."""
+    coef = [weight if n == feature else 0.0 for n in names]
+    return LinearJudge(name, names, [0.0] * len(names), [1.0] * len(names), coef, bias)
+
+
+def toy_judges(**choices) -> JudgeSet:
+    # passage: the question's full name in the text; strip and support: the share of content words
+    return JudgeSet(
+        {"passage": judge_on("passage", PASSAGE_NAMES, "name_phrase", 6.0, -3.0),
+         "strip": judge_on("strip", STRIP_NAMES, "content_coverage", 8.0, -4.0),
+         "support": judge_on("support", SUPPORT_NAMES, "coverage_best", 8.0, -4.0)},
+        choices={k: JudgeChoice(v) for k, v in choices.items()},
+        thresholds={"lower": 0.2, "upper": 0.6, "strip_keep": 0.5, "support_partially": 0.3, "support_fully": 0.7},
+        embedder=WordEmbedder())
+
+
+def test_entity_names_and_phrase_leave_out_the_question_word():
+    assert entity_names("What is Herlyn Espinal's occupation?") == {"herlyn", "espinal"}
+    assert name_phrase("In what city was John Keating born?") == "john keating"
+    assert entity_names("how long do refunds take?") == set()
+
+
+def test_cue_pairs_pair_question_words_with_text_words():
+    pairs = cue_pairs("What is Herlyn Espinal's occupation?", "Espinal was a Honduran journalist.")
+    assert "occupation|journalist" in pairs and "occupation|espinal" in pairs
+    assert not any(p.startswith("herlyn|") for p in pairs)  # names are not answer-type cues
+
+
+def test_passage_features_see_the_name_and_the_stale_cue():
+    f = dict(zip(PASSAGE_NAMES, passage_features(Q, "This page is deprecated. " + FOUNDING, 0.7)))
+    assert (f["cosine"], f["name_coverage"], f["name_phrase"], f["stale_cues"]) == (0.7, 1.0, 1.0, 1.0)
+
+
+def test_linear_judge_round_trips_through_json_with_the_same_scores():
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(200, 2))
+    labels = (dense[:, 0] + 0.1 * rng.normal(size=200) > 0).astype(int)
+    cues = [["a|x"] if y else ["a|y"] for y in labels]
+    judge = LinearJudge.fit("toy", ["f0", "f1"], dense, labels, cues)
+    again = LinearJudge.from_dict(json.loads(json.dumps(judge.to_dict())))
+    for row, cue in [([1.0, 0.0], ["a|x"]), ([-1.0, 0.3], ["a|y"])]:
+        assert again.score(row, cue) == pytest.approx(judge.score(row, cue))
+    assert judge.score([2.0, 0.0], ["a|x"]) > 0.9 > 0.1 > judge.score([-2.0, 0.0], ["a|y"])
+
+
+def test_linear_judge_refuses_one_class():
+    with pytest.raises(ValueError, match="need both classes"):
+        LinearJudge.fit("toy", ["f0"], np.zeros((3, 1)), np.ones(3))
+
+
+def test_judge_choice_band():
+    assert JudgeChoice("cascade", (0.3, 0.7)).asks_lm(0.5)
+    assert not JudgeChoice("cascade", (0.3, 0.7)).asks_lm(0.9)
+    assert not JudgeChoice("trained").asks_lm(0.5) and JudgeChoice("lm").asks_lm(0.99)
+
+
+def test_crag_on_trained_judges_makes_no_judging_call(fake_lm):
+    program = CRAG(ListKnowledgeBase([FOUNDING + " It builds small sounding rockets for university teams.", OFF_TOPIC]),
+                   web=FakeWeb([]), judges=toy_judges())
+    result = program(question=Q)
+    assert result.action is Action.CORRECT
+    assert [g.reason for g in result.grades] == ["relevant", "irrelevant"]
+    assert result.grades[0].score == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-4)
+    assert [s.text for s in result.strips] == [FOUNDING]
+    assert [(c.support, c.kept) for c in result.claims] == [("fully", True)]
+    # the evaluator, the strip filter and the support check cost no LM call: only the answer does
+    assert dict(fake_lm.calls) == {"GenerateAnswer": 1}
+    assert result.trace.lm_calls == 1
+
+
+def test_cascade_asks_the_lm_only_inside_the_band(fake_lm):
+    judges = toy_judges(passage="cascade", strip="trained", support="trained")
+    judges.choices["passage"] = JudgeChoice("cascade", (0.96, 1.0))  # the scores are 0.953 and 0.047: outside
+    CRAG(ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=FakeWeb([]), judges=judges)(question=Q)
+    assert fake_lm.calls["GradeRetrieval"] == 0
+    judges.choices["passage"] = JudgeChoice("cascade", (0.0, 0.5))  # OFF_TOPIC's 0.047 is inside
+    fake_lm.calls.clear()
+    CRAG(ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=FakeWeb([]), judges=judges)(question=Q)
+    assert fake_lm.calls["GradeRetrieval"] == 1
+
+
+def test_unsupported_claim_scored_by_the_support_judge(fake_lm):
+    from program.selfcheck import ClaimChecker
+    from program.types import Strip
+
+    checker = ClaimChecker(judges=toy_judges())
+    claims = checker(question=Q, answer="Acme Rockets was founded by Elon Musk in 2002 [1].",
+                     strips=[Strip("doc0#0", 0, FOUNDING)])
+    assert claims[0].support == "partially" and 0.3 <= claims[0].score < 0.7
+    assert fake_lm.calls["CheckClaimSupport"] == 0
+
+
+def test_stale_page_is_set_aside_when_a_current_one_is_usable():
+    old = Passage("api-keys-v1-deprecated.md#0", "Deprecated: v1 keys start with pk_.", title="API keys v1 (deprecated)")
+    new = Passage("api-keys-v2.md#0", "Keys start with plk_.", title="API keys")
+    forum = Passage("seller-community-tips.md#0", "Community tips: keys start with key_.")
+    assert [source_status(p) for p in (old, new, forum)] == ["stale", "current", "community"]
+    grades = [ChunkGrade(old.id, 0.9, "relevant"), ChunkGrade(new.id, 0.5, "partial"), ChunkGrade(forum.id, 0.7, "relevant")]
+    set_aside_stale([old, new, forum], grades, lower=0.2)
+    assert [g.reason for g in grades] == ["stale", "partial", "contradicts-other-source"]
+    assert grades[0].explanation.startswith("set aside: says it is outdated; api-keys-v2.md#0 is current")
+    assert [g.score for g in grades] == [0.9, 0.5, 0.7]  # the action still sees every score
+
+
+def test_crag_refines_the_current_page_and_traces_the_stale_one(fake_lm):
+    old = "Deprecated page. Acme Rockets was founded by John Doe in 1990."
+    program = CRAG(ListKnowledgeBase([old, FOUNDING]), web=FakeWeb([]), judges=toy_judges())
+    result = program(question=Q)
+    assert [s.source_id for s in result.strips] == ["doc1#0"]
+    assert any(e.startswith("doc0#0: set aside: says it is outdated; doc1#0 is current") for e in result.trace.events)
+
+
+def test_judges_file_round_trip_and_a_corrupt_one(tmp_path):
+    save_judges(toy_judges(passage="cascade"), tmp_path)
+    loaded = load_judges(tmp_path)
+    assert loaded.choice("passage") == JudgeChoice("cascade", (0.3, 0.7))
+    assert loaded.judges["strip"].coef == toy_judges().judges["strip"].coef
+    (tmp_path / "judges.json").write_text("{not json")
+    with pytest.raises(JudgesFileError, match=r"judges\.json: not a judges file"):
+        load_judges(tmp_path)
+    assert load_judges(tmp_path / "missing") is None
