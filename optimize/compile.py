@@ -28,7 +28,10 @@ import dspy  # noqa: E402  (after program.lm, which sets DSPy's cache folder)
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
 from program.compiled import COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest, save_compiled  # noqa: E402
+from optimize.judge_choice import KIND_OF, choose  # noqa: E402
+from optimize.train_judges import train_judges  # noqa: E402
 from program.crag import CRAG  # noqa: E402
+from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
 from signatures import (  # noqa: E402
     CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance)
@@ -70,14 +73,15 @@ SPECS = [
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
     PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, extra_labeled=2),
 ]
-KINDS = tuple(spec.kind for spec in SPECS)
+KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (optimize.train_judges)
 
 
 def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
-    """The predictor's dev figures (``optimize.predictor_metrics.dev_figures``)."""
+    """The predictor's dev figures (``optimize.predictor_metrics.dev_figures``), with the
+    ``(example, prediction, score)`` rows under ``"_rows"`` (for the judge choice; not saved)."""
     result = dspy.Evaluate(devset=devset, metric=spec.metric, num_threads=1, display_progress=True,
                            provide_traceback=False)(predictor)
-    return pm.dev_figures(spec.kind, result.results, knowledge_base)
+    return {**pm.dev_figures(spec.kind, result.results, knowledge_base), "_rows": result.results}
 
 
 def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"):
@@ -122,7 +126,7 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
     if kind != "strips":
         return sample_rows(adversarial.load_examples(kind, split), rows)
     return [
-        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"],
+        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"], context=" ".join(row["strips"]),
                      answer_span=label_span(strip, i in row["relevant"])).with_inputs("question", "strip")
         for row in sample_rows(adversarial.load_rows("strips", split), rows)
         for i, strip in enumerate(row["strips"], start=1)
@@ -178,10 +182,12 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
     # at temperature 0 an unchanged predictor scores the same: skip its dev calls
     after = before if unchanged else _evaluate(compiled, dev, spec, knowledge_base)
     keep = compiled if after["primary"] >= before["primary"] else student
+    kept_rows = (after if keep is compiled else before)["_rows"]
+    before, after = ({k: v for k, v in d.items() if k != "_rows"} for d in (before, after))
     figures = {"before": before["primary"], "after": after["primary"],
                "kept": "compiled" if keep is compiled else "uncompiled", "demos": len(keep.demos),
                "train": len(train), "dev": len(dev), "seconds": round(time.perf_counter() - started, 1),
-               "dev_before": before, "dev_after": after}
+               "dev_before": before, "dev_after": after, "_rows": kept_rows}
     print(f"   {spec.kind}: dev {before['primary']:.3f} -> {after['primary']:.3f}, kept {figures['kept']}", flush=True)
     return keep, figures
 
@@ -221,6 +227,17 @@ def data_hash() -> str:
     root = Path(adversarial.__file__).parent
     for path in sorted(root.glob("*.jsonl")) + sorted(Path(adversarial.KB_DIR).rglob("*.md")):
         digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def judges_data_hash() -> str:
+    """sha256 (16 hex digits) of what the trained judges learn from: the labeled files
+    (``data_hash``) and the PopQA questions, split and knowledge base."""
+    from eval_sets import popqa
+
+    digest = hashlib.sha256(data_hash().encode())
+    for path in (popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH):
+        digest.update(Path(path).name.encode() + Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -282,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lm = configure_lm(args.model, args.api_base)
     dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
-    from program.resources import knowledge_base
+    from program.resources import embedder, knowledge_base
 
     kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
     program = CRAG(knowledge_base=None, decide_retrieval=True)
@@ -293,25 +310,51 @@ def main(argv: list[str] | None = None) -> int:
         if saved.get("data_hash") != data_hash():
             parser.error(f"--only: the labeled data changed since {args.out} was compiled; compile every predictor")
         load_state(program, Path(args.out) / STATE_FILE)
+    judges = load_judges(args.out) if "judges" not in only else None
+    if judges is None:
+        print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
+        judges = train_judges(knowledge_base(), kb, embedder())
+    judges.embedder = embedder()
     predictors = dict(program.named_predictors())
     metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
     started = time.perf_counter()
+    lm_rows = {}
     for spec in SPECS:
         if spec.kind not in only:
             continue
         if spec.kind == "rewrite":
             spec = replace(spec, metric=pm.rewrite_metric_for(kb))
         keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
+        lm_rows[spec.kind] = metrics[spec.kind].pop("_rows")
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
     metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
-    recalibrate = saved is None or "grading" in only
-    thresholds = calibrate_thresholds(predictors["evaluator.grade"]) if recalibrate else saved["thresholds"]
+    if lm_rows or "judges" in only:
+        # the LM, the trained judge and the cascade, on the same dev rows; the best decides
+        judge_report = choose(judges, lm_rows)
+        for judgment, kind in KIND_OF.items():
+            if kind not in lm_rows and saved is not None and judgment in saved.get("judges", {}).get("choice", {}):
+                judge_report[judgment] = saved["judges"]["choice"][judgment]  # the LM was not re-measured
+                judges.choices[judgment] = JudgeChoice(judge_report[judgment]["chosen"])
+    else:
+        judge_report = saved.get("judges", {}).get("choice", {})
+    print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
+    for judgment, r in judge_report.items():
+        print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} | {r['chosen']} |")
+    if judges.choice("passage").use != "lm":
+        thresholds = {k: judges.thresholds[k] for k in ("lower", "upper")} | {
+            "source": "trained passage judge", **{k: v for k, v in judges.thresholds.items() if k.startswith("train_")},
+            "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
+    else:
+        recalibrate = saved is None or "grading" in only or saved["thresholds"].get("source")
+        thresholds = calibrate_thresholds(predictors["evaluator.grade"]) if recalibrate else saved["thresholds"]
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
         "dev_rows": args.dev_rows if args.dev_rows is not None else BUDGETS[args.budget][1],
         "data_hash": data_hash(), "thresholds": thresholds, "metrics_dev": metrics,
+        "judges": {"choice": judge_report, "thresholds": judges.thresholds, "figures": judges.figures,
+                   "data_hash": judges_data_hash()},
         "seconds": round(time.perf_counter() - started, 1),
     }
     if saved is not None:
@@ -333,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ok:
         print(f"not saved: {why}", file=sys.stderr)
         return 3
+    save_judges(judges, args.out)
     save_compiled(program, manifest, args.out)
     print(f"saved to {args.out} ({why})")
     return 0

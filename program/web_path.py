@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import dspy
 
+from program.text import clean_copy
 from program.types import Passage
 from program.web.base import SearchHit, WebSearchError
 from program.web.config import WebConfig
@@ -112,7 +113,8 @@ class WebSearcher(dspy.Module):
         if "candidate_terms" in self.rewrite.signature.input_fields:
             inputs["candidate_terms"] = list(candidate_terms or [])
         try:
-            return str(self.rewrite(**inputs, config={"temperature": 0.0}).query).strip() or question
+            # the small model sometimes leaves DSPy's "[[ ## completed ## ]]" marker in the field
+            return clean_copy(self.rewrite(**inputs, config={"temperature": 0.0}).query) or question
         except Exception:  # an unparseable rewrite must not cost the web path
             return question
 
