@@ -28,10 +28,11 @@ import dspy  # noqa: E402  (after program.lm, which sets DSPy's cache folder)
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
 from program.compiled import COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest, save_compiled  # noqa: E402
-from optimize.judge_choice import KIND_OF, choose  # noqa: E402
+from optimize.judge_choice import KIND_OF, choose, popqa_lm_rows  # noqa: E402
 from optimize.train_judges import train_judges  # noqa: E402
 from program.crag import CRAG  # noqa: E402
 from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
+from program.resources import embedder, knowledge_base  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
 from signatures import (  # noqa: E402
     CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance)
@@ -192,6 +193,16 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
     return keep, figures
 
 
+def build_judges(adversarial_kb):
+    """Train the judges (``optimize.train_judges``) on the PopQA knowledge base and ``adversarial_kb``."""
+    return train_judges(knowledge_base(), adversarial_kb, embedder())
+
+
+def popqa_rows_for(predictors: dict) -> dict:
+    """The LM's PopQA dev rows for the judge choice (``optimize.judge_choice.popqa_lm_rows``)."""
+    return popqa_lm_rows(predictors, knowledge_base())
+
+
 def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
     """Grid-search (lower, upper) for the best action accuracy on the grading train split; report dev."""
 
@@ -299,8 +310,6 @@ def main(argv: list[str] | None = None) -> int:
 
     lm = configure_lm(args.model, args.api_base)
     dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
-    from program.resources import embedder, knowledge_base
-
     kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
     program = CRAG(knowledge_base=None, decide_retrieval=True)
     saved = read_manifest(args.out) if args.only else None
@@ -313,8 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     judges = load_judges(args.out) if "judges" not in only else None
     if judges is None:
         print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
-        judges = train_judges(knowledge_base(), kb, embedder())
-    judges.embedder = embedder()
+        judges = build_judges(kb)
+    judges.embedder = judges.embedder or embedder()
     predictors = dict(program.named_predictors())
     metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
     started = time.perf_counter()
@@ -331,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
-        judge_report = choose(judges, lm_rows)
+        popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
+        judge_report = choose(judges, lm_rows, popqa_rows, kb)
         for judgment, kind in KIND_OF.items():
             if kind not in lm_rows and saved is not None and judgment in saved.get("judges", {}).get("choice", {}):
                 judge_report[judgment] = saved["judges"]["choice"][judgment]  # the LM was not re-measured
@@ -341,13 +351,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
     for judgment, r in judge_report.items():
         print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} | {r['chosen']} |")
-    if judges.choice("passage").use != "lm":
+    if saved is not None and not {"judges", "grading"} & set(only):
+        thresholds = saved["thresholds"]  # neither the passage judge nor the LM grader changed
+    elif judges.choice("passage").use != "lm":
         thresholds = {k: judges.thresholds[k] for k in ("lower", "upper")} | {
-            "source": "trained passage judge", **{k: v for k, v in judges.thresholds.items() if k.startswith("train_")},
-            "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
+            "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
     else:
-        recalibrate = saved is None or "grading" in only or saved["thresholds"].get("source")
-        thresholds = calibrate_thresholds(predictors["evaluator.grade"]) if recalibrate else saved["thresholds"]
+        thresholds = calibrate_thresholds(predictors["evaluator.grade"])
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,

@@ -3,8 +3,10 @@
 The compile measures each LM predictor on a seeded sample of dev rows (``optimize.compile``);
 this module scores the same rows with the trained judge and with the cascade (the trained
 judge outside its uncertainty band, the LM's own prediction for that row inside it), so the
-three candidates are compared on identical labels without a single extra LM call. The best
-candidate wins; ties go to the cheaper one (trained, then cascade, then LM).
+three candidates are compared on identical labels without a single extra LM call. The passage
+and strip judgments are also measured on PopQA ``dev`` (``popqa_lm_rows``: 16 LM calls each),
+since one judge serves both kinds of knowledge base. The best candidate wins, by the mean of
+its figures on the sets measured; ties go to the cheaper one (trained, then cascade, then LM).
 
 Figures, by judgment: ``passage``: action-band accuracy of GradeRetrieval's rows (each
 passage's score read through the evaluator's thresholds); ``strip``: F1 of the strips kept;
@@ -30,9 +32,10 @@ def _band_accuracy(pairs) -> float:
     return round(float(np.mean([a == b for a, b in pairs])), 4) if pairs else 0.0
 
 
-def passage_candidates(judges: JudgeSet, rows, band) -> dict:
-    """``{"lm", "trained", "cascade"}`` -> band accuracy on GradeRetrieval's dev rows."""
-    t = judges.thresholds
+def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
+    """``{"lm", "trained", "cascade"}`` -> band accuracy on GradeRetrieval's dev rows, the
+    trained scores read through ``thresholds`` (those of the rows' knowledge base)."""
+    t = thresholds
     out = {"lm": [], "trained": [], "cascade": []}
     vectors = judges._encode([e.question for e, _, _ in rows] + [e.passage for e, _, _ in rows]) if rows else []
     n = len(rows)
@@ -60,7 +63,8 @@ def strip_candidates(judges: JudgeSet, rows) -> dict:
     for example, pred, _ in rows:
         context = getattr(example, "context", None) or example.strip
         strip = Strip("row", 0, example.strip)
-        passage = Passage("row", context)
+        vectors = judges._encode([example.question, context])
+        passage = Passage("row", context, score=float(vectors[1] @ vectors[0]))  # as in training
         score = judges.strip_scores(example.question, [strip], [passage])[0]
         lm_kept = pred is not None and pm.kept_strip(example, pred)
         kept["lm"].append(lm_kept)
@@ -94,28 +98,82 @@ def support_candidates(judges: JudgeSet, rows) -> dict:
     return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
 
 
-def choose(judges: JudgeSet, lm_rows: dict) -> dict:
+def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dict:
+    """The LM's rows on PopQA ``dev`` for the passage and strip judgments, labeled as the
+    judges' training pairs are (``optimize.judge_data``): ``n`` passages and ``n`` strips,
+    half relevant, from a seeded sample of dev questions; one LM call each.
+
+    Returns ``{"grading": rows, "strips": rows}`` of ``(example, prediction, None)``.
+    """
+    import random
+
+    import dspy
+
+    from eval_sets.popqa import load_questions
+    from optimize.judge_data import names_subject, states_answer
+    from program.lm import CRITIQUE_CONFIG
+    from program.refine import decompose
+
+    rng = random.Random(seed)
+    questions = load_questions(split="dev")
+    rng.shuffle(questions)
+    passages, strips = {True: [], False: []}, {True: [], False: []}
+    for q, found in zip(questions, popqa_kb.search_batch([q["question"] for q in questions[:120]], 3)):
+        for p in found:
+            about = names_subject(p.text, q["subject"])
+            label = about and states_answer(p.text, q["possible_answers"])
+            passages[label].append(dspy.Example(question=q["question"], passage=p.text[:700], relevance=float(label),
+                                                reason="relevant" if label else "irrelevant"))
+            for strip in decompose(p):
+                ok = names_subject(strip.text, q["subject"]) and states_answer(strip.text, q["possible_answers"])
+                strips[ok].append(dspy.Example(question=q["question"], strip=strip.text, relevant=ok, context=p.text))
+    rows = {}
+    for kind, pool, path in (("grading", passages, "evaluator.grade"), ("strips", strips, "refiner.grade")):
+        chosen = [e for label in (True, False) for e in rng.sample(pool[label], min(n // 2, len(pool[label])))]
+        inputs = ("question", "passage") if kind == "grading" else ("question", "strip")
+        rows[kind] = []
+        for example in chosen:
+            example = example.with_inputs(*inputs)
+            try:
+                pred = predictors[path](**example.inputs(), config=CRITIQUE_CONFIG)
+            except Exception:  # noqa: BLE001 - unparsed output is a row the LM got wrong
+                pred = None
+            rows[kind].append((example, pred, None))
+    return rows
+
+
+def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adversarial_kb=None) -> dict:
     """Measure the three candidates of each judgment on the LM's dev rows and set ``judges.choices``.
 
     Args:
         lm_rows: ``"grading"`` / ``"strips"`` / ``"support"`` -> the kept LM predictor's
-            ``(example, prediction, score)`` dev rows; a missing kind keeps the trained judge.
+            ``(example, prediction, score)`` adversarial dev rows; a missing kind keeps the
+            trained judge.
+        popqa_rows: the same for PopQA dev (``popqa_lm_rows``; passage and strip only). A
+            judgment measured on both sets is judged by the mean of its two figures.
+        adversarial_kb: the adversarial knowledge base, whose calibrated thresholds read the
+            trained passage scores of its rows.
 
     Returns:
-        ``{judgment: {"lm": .., "trained": .., "cascade": .., "chosen": .., "dev_rows": n}}``.
+        ``{judgment: {"lm": .., "trained": .., "cascade": .., "chosen": .., "dev_rows": n,
+        "by_set": {"adversarial": {...}, "popqa": {...}}}}``.
     """
-    measure = {"passage": lambda rows: passage_candidates(judges, rows, None),
-               "strip": lambda rows: strip_candidates(judges, rows),
-               "support": lambda rows: support_candidates(judges, rows)}
+    adversarial_t = judges.thresholds_for(adversarial_kb) if adversarial_kb is not None else judges.thresholds
+    measure = {"passage": lambda rows, t: passage_candidates(judges, rows, t),
+               "strip": lambda rows, t: strip_candidates(judges, rows),
+               "support": lambda rows, t: support_candidates(judges, rows)}
     report = {}
     for judgment, kind in KIND_OF.items():
-        rows = lm_rows.get(kind)
-        if not rows:
+        sets = {"adversarial": (lm_rows.get(kind), adversarial_t),
+                "popqa": ((popqa_rows or {}).get(kind), judges.thresholds)}
+        by_set = {name: measure[judgment](rows, t) for name, (rows, t) in sets.items() if rows}
+        if not by_set:
             judges.choices[judgment] = JudgeChoice("trained")
             report[judgment] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
             continue
-        figures = measure[judgment](rows)
+        figures = {c: round(float(np.mean([f[c] for f in by_set.values()])), 4) for c in CHEAPEST_FIRST}
         chosen = max(CHEAPEST_FIRST, key=lambda c: (figures[c], -CHEAPEST_FIRST.index(c)))
         judges.choices[judgment] = JudgeChoice(chosen)
-        report[judgment] = {**figures, "chosen": chosen, "dev_rows": len(rows)}
+        report[judgment] = {**figures, "chosen": chosen, "by_set": by_set,
+                            "dev_rows": sum(len(rows) for rows, _ in sets.values() if rows)}
     return report

@@ -38,7 +38,30 @@ def rules():
 def fake_compile(monkeypatch):
     lm = FakeLM(rules())
     monkeypatch.setattr(compile_mod, "configure_lm", lambda model=None, api_base=None: lm)
+    # training the judges reads the whole PopQA train split (minutes): tests/test_train_judges.py
+    # covers it; here a toy judge set stands in, and PopQA's LM rows are left out
+    monkeypatch.setattr(compile_mod, "build_judges", lambda kb: toy_judges_with_figures())
+    monkeypatch.setattr(compile_mod, "popqa_rows_for", lambda predictors: {})
+    monkeypatch.setattr(compile_mod, "knowledge_base", _adversarial_only(compile_mod))
     return lm
+
+
+def toy_judges_with_figures():
+    from tests.test_judges import toy_judges
+
+    judges = toy_judges()
+    judges.figures = {"adversarial_dev": {"action_accuracy": 0.5}}
+    return judges
+
+
+def _adversarial_only(compile_mod):
+    from program import resources
+
+    def knowledge_base(source=None):
+        assert source is not None, "the compile under test must not build the PopQA knowledge base"
+        return resources.knowledge_base(source)
+
+    return knowledge_base
 
 
 def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):

@@ -113,6 +113,12 @@ def test_a_failed_rewrite_searches_the_question(fake_lm):
     assert web.queries == [Q]
 
 
+def test_a_completion_marker_left_in_the_query_is_removed(fake_lm):
+    # the 1.5B model wrote "herlyn espinal occupation [[ ## completed ## ]]" as its query
+    fake_lm.rules[RewriteQuery] = lambda i: {"query": "Acme Rockets founder [[ ## completed ## ]]"}
+    assert WebSearcher(FakeWeb([])).rewrite_query(Q, []) == "Acme Rockets founder"
+
+
 def test_an_irrelevant_page_contributes_nothing(fake_lm, web_server, web_config):
     # CRAG §4.4 on web pages: decompose, grade each strip, keep only relevant ones
     result = CRAG(ListKnowledgeBase([OFF_TOPIC]), web=build_backend(web_config), web_k=3)(question=Q)

@@ -1,0 +1,69 @@
+"""Training data and calibration of the judges: labels, perturbations, thresholds (no embedder)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from optimize import judge_data as jd
+from optimize.train_judges import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
+
+
+def test_states_answer_needs_whole_words():
+    assert jd.states_answer("He was a Honduran journalist.", ["journalist", "journo"])
+    assert not jd.states_answer("He was a photojournalist.", ["journalist"])
+
+
+def test_names_subject_needs_the_last_name():
+    assert jd.names_subject("Espinal was born in Yoro.", "Herlyn Espinal")
+    assert not jd.names_subject("Herlyn was born in Yoro.", "Herlyn Espinal")
+
+
+def test_chunk_key_matches_the_labels_spelling():
+    assert jd.chunk_key("decline-codes.md#2") == "decline-codes#2"
+    assert jd.chunk_key("kb/fees.md#0") == "fees#0"
+
+
+def test_perturbations_change_a_name_a_number_and_the_negation():
+    sentence = "Olaf Holtedahl was a Norwegian geologist born in 1885 in Kristiania."
+    variants = dict((kind, claim) for claim, kind in jd.perturb(sentence, ["Bergen"], random.Random(0)))
+    assert set(variants) == {"name", "number", "negation"}
+    assert "Bergen" in variants["name"] and "1885" not in variants["number"]
+    assert variants["negation"].startswith("Olaf Holtedahl was not a Norwegian")
+
+
+def test_popqa_expected_labels_and_the_lower_bound():
+    groups = ["q1"] * 4 + ["q2"] * 3
+    labels = [0, 1, 0, 1, 0, 0, 0]  # q1's 4th passage is relevant but not in the top 3
+    scores = [0.1, 0.9, 0.2, 0.8, 0.3, 0.2, 0.1]
+    best, expected, lower = popqa_expected(groups, labels, scores)
+    assert best == {"q1": 0.9, "q2": 0.3}
+    assert expected == {"q1": "correct", "q2": "incorrect"}
+    assert lower == 0.8  # every relevant passage (0.9, 0.8) scores at least 0.8
+
+
+def test_calibrate_actions_finds_the_separating_thresholds():
+    best = {"a": 0.9, "b": 0.95, "c": 0.5, "d": 0.45, "e": 0.1, "f": 0.02}
+    expected = {"a": "correct", "b": "correct", "c": "ambiguous", "d": "ambiguous", "e": "incorrect", "f": "incorrect"}
+    t = calibrate_actions(best, expected)
+    assert t["train_action_accuracy"] == 1.0
+    assert all(action_of(best[q], t["lower"], t["upper"]) == a for q, a in expected.items())
+
+
+def test_calibrate_support_three_verdicts():
+    targets = [1.0, 1.0, 0.5, 0.5, 0.0, 0.0]
+    scores = np.array([0.9, 0.8, 0.5, 0.45, 0.1, 0.2])
+    lo, hi, acc = calibrate_support(targets, scores)
+    assert acc == 1.0 and 0.2 < lo <= 0.45 and 0.5 < hi <= 0.8
+
+
+def test_f1_of_kept_strips():
+    assert f1([1, 1, 0, 0], [1, 0, 1, 0]) == 0.5
+    assert f1([0, 0], [0, 0]) == 1.0
+
+
+@pytest.mark.parametrize("best,action", [(0.7, "correct"), (0.3, "ambiguous"), (0.05, "incorrect")])
+def test_action_of(best, action):
+    assert action_of(best, 0.1, 0.6) == action
