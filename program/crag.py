@@ -15,9 +15,10 @@ from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
 from program.refine import KnowledgeRefiner
-from program.selfcheck import ClaimChecker
+from program.selfcheck import ClaimChecker, is_abstention, strip_citations
 from program.stale import is_set_aside, set_aside_stale
 from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult, Passage, Strip, Trace
+from program.usefulness import UsefulnessJudge
 from program.web_path import WebSearcher
 from signatures import AnswerClosedBook, DecideRetrieval
 
@@ -105,6 +106,7 @@ class CRAG(dspy.Module):
         self.web_searcher = WebSearcher(web, k=web_k)
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker()
+        self.usefulness = UsefulnessJudge()
         self.judges = judges
 
     @property
@@ -114,7 +116,7 @@ class CRAG(dspy.Module):
 
     @judges.setter
     def judges(self, judges) -> None:
-        self.evaluator.judges = self.refiner.judges = self.checker.judges = judges
+        self.evaluator.judges = self.refiner.judges = self.checker.judges = self.usefulness.judges = judges
 
     @property
     def decide_retrieval(self) -> bool:
@@ -276,6 +278,7 @@ class CRAG(dspy.Module):
             answer = self.generator(question=question, strips=strips)
         with step(trace, "self-check"):
             claims = self.checker(question=question, answer=answer, strips=strips)
+        retries = self.max_retries
         for _ in range(self.max_retries):
             unsupported = [c.text for c in claims if c.support == "no"]
             if not unsupported:
@@ -285,12 +288,26 @@ class CRAG(dspy.Module):
                 trace.note("no claim supported: escalating instead of a stricter retry")
                 break
             trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
-            result.retried = True
-            with step(trace, "generate-strict"):
-                answer = self.generator(question=question, strips=strips, unsupported=unsupported)
-            with step(trace, "self-check-retry"):
-                claims = self.checker(question=question, answer=answer, strips=strips)
+            answer, claims = self._retry(result, unsupported)
+            retries -= 1
+        # Self-RAG's IsUse: an answer that does not address the question gets the same capped retry
+        if self.usefulness.judges is not None:
+            with step(trace, "usefulness") as cost:
+                result.usefulness = self.usefulness(question=question, answer=answer)
+                cost.notes = f"usefulness={result.usefulness} (threshold {self.lower})"
+        if 0 <= result.usefulness < self.lower and retries > 0 and not is_abstention(answer):
+            trace.note(f"usefulness {result.usefulness} below {self.lower}: stricter retry")
+            answer, claims = self._retry(result, [f"{strip_citations(answer)} (does not answer the question)"])
         return self._finalise(result, answer, claims)
+
+    def _retry(self, result: CRAGResult, unsupported: list[str]) -> tuple[str, list[Claim]]:
+        """The capped stricter regeneration and its self-check: ``(answer, claims)``."""
+        result.retried = True
+        with step(result.trace, "generate-strict"):
+            answer = self.generator(question=result.question, strips=result.strips, unsupported=unsupported)
+        with step(result.trace, "self-check-retry"):
+            claims = self.checker(question=result.question, answer=answer, strips=result.strips)
+        return answer, claims
 
     def _finalise(self, result: CRAGResult, answer: str, claims: list[Claim]) -> CRAGResult:
         for claim in claims:

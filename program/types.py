@@ -182,6 +182,8 @@ class CRAGResult:
             or no claim supported by them).
         corrected_grades: the grades of the passages the correction found (the rewritten
             query's new knowledge-base passages and the web pages), when they were judged.
+        usefulness: Self-RAG's IsUse for the final answer of the self-check, in [0, 1]
+            (``program.usefulness``); -1.0 when not judged (no judges, or no self-check).
         retrieval_skipped: True when the retrieval decider (``CRAG(decide_retrieval=True)``,
             ``DecideRetrieval``) judged that the question needs no sources, and the answer was
             written closed-book (``AnswerClosedBook``): no grades, strips, claims or citations.
@@ -203,6 +205,7 @@ class CRAGResult:
     escalated: bool = False
     retrieval_skipped: bool = False
     corrected_grades: list[ChunkGrade] = field(default_factory=list)
+    usefulness: float = -1.0
     trace: Trace = field(default_factory=Trace)
     mode: str = "self-crag"
 

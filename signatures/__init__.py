@@ -8,7 +8,7 @@ from signatures.baseline import GradeDocumentBinary, RewriteForWebSearch
 from signatures.deciding import DecideRetrieval
 from signatures.grading import GradeRetrieval, StripRelevance
 from signatures.rewriting import RewriteQuery
-from signatures.support import CheckClaimSupport, ExtractClaims
+from signatures.support import CheckClaimSupport, ExtractClaims, JudgeUsefulness
 
 __all__ = [
     "AnswerClosedBook",
@@ -19,6 +19,7 @@ __all__ = [
     "GenerateStrictAnswer",
     "GradeDocumentBinary",
     "GradeRetrieval",
+    "JudgeUsefulness",
     "RewriteForWebSearch",
     "RewriteQuery",
     "StripRelevance",

@@ -25,3 +25,11 @@ class CheckClaimSupport(dspy.Signature):
     claim: str = dspy.InputField()
     evidence: str = dspy.InputField(desc="the strips the answer cited")
     quote: str = dspy.OutputField(desc="a sentence copied from the evidence, or NONE")
+
+
+class JudgeUsefulness(dspy.Signature):
+    """Decide whether the answer addresses the question: it gives the person, place, thing or fact asked for, not something else and not only a refusal."""
+
+    question: str = dspy.InputField()
+    answer: str = dspy.InputField()
+    useful: bool = dspy.OutputField(desc="does the answer give what the question asks for?")

@@ -154,3 +154,15 @@ def test_judges_file_round_trip_and_a_corrupt_one(tmp_path):
     with pytest.raises(JudgesFileError, match=r"judges\.json: not a judges file"):
         load_judges(tmp_path)
     assert load_judges(tmp_path / "missing") is None
+
+
+def test_an_answer_that_does_not_address_the_question_gets_the_strict_retry(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Jane Roe [1]."}  # supported, but whose?
+    program = CRAG(ListKnowledgeBase([FOUNDING]), web=FakeWeb([]), judges=toy_judges())
+    result = program(question=Q)
+    assert result.retried and fake_lm.calls["GenerateStrictAnswer"] == 1
+    assert "usefulness 0.0474 below 0.2: stricter retry" in result.trace.events
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert result.usefulness == pytest.approx(0.0474, abs=1e-4)  # the score that triggered the retry

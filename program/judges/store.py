@@ -84,7 +84,10 @@ class JudgeSet:
         return {**self.thresholds, **(own or {})}
 
     def choice(self, judgment: str) -> JudgeChoice:
-        return self.choices.get(judgment, JudgeChoice("trained" if judgment in self.judges else "lm"))
+        """Who decides ``judgment``; by default its trained judge when there is one (usefulness
+        is read by the passage judge, ``program.usefulness``), else the LM."""
+        judge = "passage" if judgment == "usefulness" else judgment
+        return self.choices.get(judgment, JudgeChoice("trained" if judge in self.judges else "lm"))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:

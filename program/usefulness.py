@@ -1,0 +1,52 @@
+"""Usefulness of the final answer: Self-RAG's IsUse (Asai et al. 2023, §3.1), as a score in [0, 1].
+
+Self-RAG's critic rates whether the output is a useful response to the question. Here the
+contract is the Signature ``JudgeUsefulness``; behind it stands, as for the other judgments,
+what the compile chose (``program.judges``): the trained passage judge read on the answer
+(its question is the same one: does this text, about this entity, state what was asked?), no
+LM call; or the LM, whose yes / no becomes 1.0 / 0.0. Without judges the answer is not judged.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from program.lm import CRITIQUE_CONFIG
+from program.selfcheck import strip_citations
+from program.types import Passage
+from signatures import JudgeUsefulness
+
+NOT_JUDGED = -1.0
+
+
+class UsefulnessJudge(dspy.Module):
+    """Score whether an answer addresses its question.
+
+    Args:
+        judges: a ``program.judges.JudgeSet`` or None. Its ``usefulness`` choice decides: the
+            trained passage judge (default) or the LM (``JudgeUsefulness`` at temperature 0).
+
+    ``forward(question, answer) -> float``: a score in [0, 1], or ``NOT_JUDGED`` (-1.0) without
+    judges. An LM output that cannot be parsed scores 0.5 (no verdict either way).
+
+    Example:
+        >>> UsefulnessJudge(judges)(question="Who wrote Dune?", answer="Frank Herbert wrote Dune [1].")
+        0.97
+    """
+
+    def __init__(self, judges=None):
+        super().__init__()
+        self.judge = dspy.Predict(JudgeUsefulness)
+        self.judges = judges
+
+    def forward(self, question: str, answer: str) -> float:
+        if self.judges is None:
+            return NOT_JUDGED
+        text = strip_citations(answer)
+        if self.judges.choice("usefulness").use == "lm":
+            try:
+                return 1.0 if self.judge(question=question, answer=text, config=CRITIQUE_CONFIG).useful else 0.0
+            except Exception:  # unparseable: no verdict either way
+                return 0.5
+        # the answer is embedded like a web page (score 0 makes the judge compute its cosine)
+        return round(self.judges.passage_scores(question, [Passage("answer", text, source="answer")])[0], 4)
