@@ -91,6 +91,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-cache", action="store_true",
                    help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
+    p.add_argument("--web", default="snapshot",
+                   help="web backend of crag, self-crag and langgraph: snapshot (default, offline), none, ...")
     p.add_argument("--decide-retrieval", action="store_true",
                    help="crag and self-crag first decide whether a question needs retrieval at all")
     args = p.parse_args(argv)
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
-                                        decide_retrieval=args.decide_retrieval)
+                                        decide_retrieval=args.decide_retrieval, web=args.web)
             except Exception as exc:  # noqa: BLE001
                 print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 build_errors[mode] = f"{type(exc).__name__}: {exc}"
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
-            "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "threads": threads,
+            "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
             "resume": args.resume, "skipped": skipped,
             "n_questions": len(rows), "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}
@@ -280,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     for mode, s in summary.items():
         if s.get("confusion"):
             print("\n" + report.confusion_table(mode, s["confusion"]))
+    by_relation = report.relation_table(summary)
+    if by_relation:
+        print("\naccuracy by relation / category:\n\n" + by_relation)
     per_step = report.steps_table(summary)
     if per_step:
         print("\nmean cost per answered question, by step:\n\n" + per_step)

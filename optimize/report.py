@@ -86,6 +86,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
         claims of non-abstaining answers fully / partially supported; None without claims),
         ``claims_checked``, ``grounded_by`` (``self-check``, ``post-hoc`` or None),
+        ``accuracy_by_relation`` (PopQA relation or adversarial category -> accuracy),
         ``median_*`` and ``p90_*`` of ``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
         ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``
         (totals of the post-hoc check, outside the mode's cost), ``steps`` (per step: ``ran``
@@ -129,6 +130,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         s[f"p90_{col}"] = _clean(percentile(ok[col].tolist(), 90))
     s["check_lm_calls"] = _clean(ok["check_lm_calls"].sum()) if ok["check_lm_calls"].notna().any() else None
     s["check_seconds"] = _clean(ok["check_seconds"].sum()) if ok["check_seconds"].notna().any() else None
+    s["accuracy_by_relation"] = {str(r): _pct(rows["correct"]) for r, rows in df.groupby("relation")}
     s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
     s.update(_retrieval_decisions(df, ok))
     if with_expected:
@@ -231,3 +233,13 @@ def confusion_table(mode: str, confusion: dict) -> str:
     rows = [[e] + [str(confusion[e][p]) for p in ACTIONS] for e in ACTIONS]
     return f"evaluator confusion, {mode} (rows expected, columns predicted):\n\n" + \
         _table(["expected \\ predicted", *ACTIONS], rows)
+
+
+def relation_table(summary: dict[str, dict]) -> str:
+    """Accuracy per PopQA relation or adversarial category (rows) and mode (columns)."""
+    modes = [m for m, s in summary.items() if s.get("accuracy_by_relation")]
+    relations = sorted({r for m in modes for r in summary[m]["accuracy_by_relation"]})
+    if not modes or len(relations) < 2:
+        return ""
+    return _table(["relation / category"] + modes,
+                  [[r] + [_fmt(summary[m]["accuracy_by_relation"].get(r), " %") for m in modes] for r in relations])

@@ -111,7 +111,7 @@ def fake_program(monkeypatch):
             return _result(question, "I don't have reliable information on this.",
                            Action.AMBIGUOUS if crag else None, fallback=crag, calls=7, pt=500, ct=20)
 
-    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None, decide_retrieval=False):
+    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None, decide_retrieval=False, web="snapshot"):
         built.append((mode, compiled_dir))
         return FakeProgram(mode)
 
@@ -166,6 +166,10 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| crag | 4 | 1 | 25 % | 1/1/1 |" in printed
     assert "| closed | 4 | 1 | 25 % | - |" in printed
+    # accuracy per relation: the four questions come from four relations, one right in each mode
+    by = k["accuracy_by_relation"]
+    assert sorted(by.values()) == [0.0, 0.0, 0.0, 100.0] and by == c["accuracy_by_relation"]
+    assert "accuracy by relation / category:" in printed
 
 
 def test_evaluate_popqa_split(fake_program, tmp_path, capsys):

@@ -83,7 +83,7 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
         program.forward = forward
         return program
 
-    def build_program(mode, *, compiled_dir=None, knowledge_base=None, decide_retrieval=False):
+    def build_program(mode, *, compiled_dir=None, knowledge_base=None, decide_retrieval=False, web="snapshot"):
         if mode == "closed":
             return counting(ClosedBook(), mode)
         if mode == "rag":
@@ -163,8 +163,8 @@ def test_all_modes_figures(run_eval, capsys):
     assert [x["step"] for x in steps if x["mode"] == "crag" and x["id"] == "q1"] == \
         ["retrieve", "evaluate", "refine-internal", "generate"]
     assert [x["step"] for x in steps if x["mode"] == "self-crag" and x["id"] == "q2"] == \
-        ["retrieve", "evaluate", "web-search", "refine-web", "generate", "self-check", "generate-strict",
-         "self-check-retry"]
+        ["retrieve", "evaluate", "rewrite", "re-retrieve", "web-search", "refine-corrected", "generate", "self-check",
+         "generate-strict", "self-check-retry"]
     ev = crag["steps"]["evaluate"]
     # k=2, graded lazily: q1's first passage decides CORRECT; q4 has one passage
     assert ev["ran"] == 4 and ev["mean_lm_calls"] == pytest.approx((1 + 2 + 2 + 1) / 4)

@@ -177,7 +177,7 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     fake_lm.rules[RewriteForWebSearch] = lambda i: {"query": i["question"]}  # QuestionWeb is keyed by question
     web = QuestionWeb()
 
-    def build_program(mode, *, compiled_dir=None, knowledge_base=None, decide_retrieval=False):
+    def build_program(mode, *, compiled_dir=None, knowledge_base=None, decide_retrieval=False, **_):
         return real_build_program(mode, compiled_dir=None, knowledge_base=QuestionKB(), web=web, k=2,
                                   decide_retrieval=decide_retrieval)
 
