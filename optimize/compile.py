@@ -193,6 +193,15 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
     return keep, figures
 
 
+def measure_saved(predictor, spec: PredictorSpec, budget: str, dev_rows: int | None) -> list:
+    """The ``(example, prediction, score)`` dev rows of a saved predictor, measured as
+    ``compile_predictor`` measures (the same seeded dev sample), without compiling it."""
+    default_rows = BUDGETS[budget][1]
+    dev = labeled_examples(spec.kind, "dev", default_rows if dev_rows is None else (dev_rows or None))
+    print(f"\n== {spec.kind}: the saved LM predictor on {len(dev)} dev rows, for the judge choice", flush=True)
+    return _evaluate(predictor, dev, spec)["_rows"]
+
+
 def build_judges(adversarial_kb):
     """Train the judges (``optimize.train_judges``) on the PopQA knowledge base and ``adversarial_kb``."""
     return train_judges(knowledge_base(), adversarial_kb, embedder())
@@ -338,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
     metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
+    if "judges" in only:
+        # new judges are compared with the saved LM predictors on the same dev rows (no compiling)
+        for spec in SPECS:
+            if spec.kind in KIND_OF.values() and spec.kind not in lm_rows:
+                lm_rows[spec.kind] = measure_saved(predictors[spec.path], spec, args.budget, args.dev_rows)
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}

@@ -260,3 +260,17 @@ def test_only_refuses_an_unknown_predictor_and_a_folder_with_nothing_compiled(tm
     with pytest.raises(SystemExit):
         compile_mod.main(["--out", str(tmp_path / "empty"), "--only", "deciding"])
     assert not (tmp_path / "empty").exists()
+
+
+def test_only_judges_measures_the_saved_lm_predictors_for_the_choice(tmp_path, fake_compile):
+    assert compile_mod.main(["--out", str(tmp_path)]) == 0
+    fake_compile.calls.clear()
+    assert compile_mod.main(["--out", str(tmp_path), "--only", "judges", "--force"]) == 0
+    # no predictor compiled: only the three judgments' LM predictors measured on their dev rows
+    assert set(fake_compile.calls) == {"GradeRetrieval", "StripRelevance", "CheckClaimSupport"}
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    for judgment in ("passage", "strip", "support"):
+        choice = manifest["judges"]["choice"][judgment]
+        assert choice["chosen"] in ("lm", "trained", "cascade") and choice["dev_rows"] > 0
+        assert set(choice["by_set"]) == {"adversarial"}  # PopQA's LM rows are left out in these tests
+    assert (tmp_path / "judges.json").exists()
