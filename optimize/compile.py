@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
-        judge_report = choose(judges, lm_rows, popqa_rows, kb)
+        judge_report = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None)
         for judgment, kind in KIND_OF.items():
             if kind not in lm_rows and saved is not None and judgment in saved.get("judges", {}).get("choice", {}):
                 judge_report[judgment] = saved["judges"]["choice"][judgment]  # the LM was not re-measured

@@ -5,8 +5,9 @@ this module scores the same rows with the trained judge and with the cascade (th
 judge outside its uncertainty band, the LM's own prediction for that row inside it), so the
 three candidates are compared on identical labels without a single extra LM call. The passage
 and strip judgments are also measured on PopQA ``dev`` (``popqa_lm_rows``: 16 LM calls each),
-since one judge serves both kinds of knowledge base. The best candidate wins, by the mean of
-its figures on the sets measured; ties go to the cheaper one (trained, then cascade, then LM).
+since one judge serves both kinds of knowledge base. Each knowledge base gets the candidate
+best on its own rows (``JudgeSet.choices_by_corpus``); any other knowledge base gets the one
+best on the mean of the sets. Ties go to the cheaper one (trained, then cascade, then LM).
 
 Figures, by judgment: ``passage``: action-band accuracy of GradeRetrieval's rows (each
 passage's score read through the evaluator's thresholds); ``strip``: F1 of the strips kept;
@@ -20,6 +21,7 @@ import numpy as np
 from optimize import predictor_metrics as pm
 from program.evaluator import score_grade
 from program.judges import JudgeChoice, JudgeSet
+from program.judges.store import corpus_key
 from program.judges.features import cue_pairs, passage_features, strip_features
 from program.selfcheck import RANKED_VERDICTS, VERDICT_VALUE, judge_support, lexical_support
 from program.types import Passage, Strip
@@ -142,7 +144,13 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
     return rows
 
 
-def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adversarial_kb=None) -> dict:
+def best(figures: dict) -> str:
+    """The candidate with the highest figure; ties go to the cheaper one."""
+    return max(CHEAPEST_FIRST, key=lambda c: (figures[c], -CHEAPEST_FIRST.index(c)))
+
+
+def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adversarial_kb=None,
+           popqa_kb=None) -> dict:
     """Measure the three candidates of each judgment on the LM's dev rows and set ``judges.choices``.
 
     Args:
@@ -151,8 +159,9 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
             trained judge.
         popqa_rows: the same for PopQA dev (``popqa_lm_rows``; passage and strip only). A
             judgment measured on both sets is judged by the mean of its two figures.
-        adversarial_kb: the adversarial knowledge base, whose calibrated thresholds read the
-            trained passage scores of its rows.
+        adversarial_kb, popqa_kb: the two knowledge bases: the adversarial one's calibrated
+            thresholds read the trained passage scores of its rows, and each gets its own
+            choice (``JudgeSet.choices_by_corpus``) from its own rows.
 
     Returns:
         ``{judgment: {"lm": .., "trained": .., "cascade": .., "chosen": .., "dev_rows": n,
@@ -172,8 +181,12 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
             report[judgment] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
             continue
         figures = {c: round(float(np.mean([f[c] for f in by_set.values()])), 4) for c in CHEAPEST_FIRST}
-        chosen = max(CHEAPEST_FIRST, key=lambda c: (figures[c], -CHEAPEST_FIRST.index(c)))
+        chosen = best(figures)
         judges.choices[judgment] = JudgeChoice(chosen)
+        for name, kb in (("adversarial", adversarial_kb), ("popqa", popqa_kb)):
+            if name in by_set and kb is not None:
+                by_set[name]["chosen"] = best(by_set[name])
+                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment] = JudgeChoice(by_set[name]["chosen"])
         report[judgment] = {**figures, "chosen": chosen, "by_set": by_set,
                             "dev_rows": sum(len(rows) for rows, _ in sets.values() if rows)}
     return report

@@ -123,6 +123,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()
     if judges is not None:
         judges.embedder = program.refiner.embedder
+        judges.use_corpus(program.knowledge_base)
         program.judges = judges
         if judges.choice("passage").use != "lm":  # thresholds calibrated for this knowledge base
             calibrated = judges.thresholds_for(program.knowledge_base)

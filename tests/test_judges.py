@@ -166,3 +166,23 @@ def test_an_answer_that_does_not_address_the_question_gets_the_strict_retry(fake
     assert "usefulness 0.0474 below 0.2: stricter retry" in result.trace.events
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert result.usefulness == pytest.approx(0.0474, abs=1e-4)  # the score that triggered the retry
+
+
+def test_a_knowledge_base_gets_the_choice_measured_on_its_own_rows():
+    class KB:
+        def __init__(self, files):
+            self.manifest = {"files": files}
+
+    judges = toy_judges(strip="lm")
+    popqa, other = KB({"knowledge_base.jsonl": "aa"}), KB({"notes.md": "bb"})
+    from program.judges.store import corpus_key
+
+    judges.choices_by_corpus = {corpus_key(popqa): {"strip": JudgeChoice("trained")}}
+    judges.use_corpus(popqa)
+    assert judges.choice("strip").use == "trained"
+    judges.use_corpus(other)
+    assert judges.choice("strip").use == "lm"
+    judges.use_corpus(object())  # no manifest: the overall choice
+    assert judges.choice("strip").use == "lm" and judges.corpus == ""
+    again = JudgeSet.from_dict(json.loads(json.dumps(judges.to_dict())))
+    assert again.choices_by_corpus == judges.choices_by_corpus

@@ -62,6 +62,8 @@ class JudgeSet:
             Self-RAG's fully / partially / no).
         thresholds_by_corpus: ``corpus_key`` -> the evaluator's thresholds calibrated on that
             knowledge base's own training questions (``thresholds_for``).
+        choices_by_corpus: ``corpus_key`` -> judgment -> the ``JudgeChoice`` measured on that
+            knowledge base's dev rows; ``corpus`` is the key in use (``use_corpus``).
         figures: the compile's dev figures, for the manifest and the trace.
         embedder: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, set when loaded.
     """
@@ -71,7 +73,17 @@ class JudgeSet:
     thresholds: dict[str, float] = field(default_factory=dict)
     figures: dict = field(default_factory=dict)
     thresholds_by_corpus: dict[str, dict] = field(default_factory=dict)
+    choices_by_corpus: dict[str, dict[str, JudgeChoice]] = field(default_factory=dict)
+    corpus: str = ""
     embedder: object = None
+
+    def use_corpus(self, knowledge_base) -> None:
+        """Judge for ``knowledge_base``: its own measured choices apply when the compile had
+        labeled rows from it (``choices_by_corpus``), the overall ones otherwise."""
+        try:
+            self.corpus = corpus_key(knowledge_base)
+        except (AttributeError, KeyError, TypeError):
+            self.corpus = ""
 
     def thresholds_for(self, knowledge_base) -> dict:
         """The evaluator's thresholds for ``knowledge_base``: those calibrated on its own labeled
@@ -84,10 +96,12 @@ class JudgeSet:
         return {**self.thresholds, **(own or {})}
 
     def choice(self, judgment: str) -> JudgeChoice:
-        """Who decides ``judgment``; by default its trained judge when there is one (usefulness
-        is read by the passage judge, ``program.usefulness``), else the LM."""
+        """Who decides ``judgment``: the choice measured on the current knowledge base
+        (``use_corpus``), else the overall one, else its trained judge when there is one
+        (usefulness is read by the passage judge, ``program.usefulness``), else the LM."""
         judge = "passage" if judgment == "usefulness" else judgment
-        return self.choices.get(judgment, JudgeChoice("trained" if judge in self.judges else "lm"))
+        own = self.choices_by_corpus.get(self.corpus, {})
+        return own.get(judgment) or self.choices.get(judgment, JudgeChoice("trained" if judge in self.judges else "lm"))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
@@ -155,6 +169,7 @@ class JudgeSet:
         return {"judges": {k: j.to_dict() for k, j in self.judges.items()},
                 "choices": {k: asdict(c) for k, c in self.choices.items()},
                 "thresholds": self.thresholds, "thresholds_by_corpus": self.thresholds_by_corpus,
+                "choices_by_corpus": {k: {j: asdict(c) for j, c in v.items()} for k, v in self.choices_by_corpus.items()},
                 "figures": self.figures}
 
     @classmethod
@@ -162,7 +177,9 @@ class JudgeSet:
         return cls(judges={k: LinearJudge.from_dict(j) for k, j in d["judges"].items()},
                    choices={k: JudgeChoice(c["use"], tuple(c["band"])) for k, c in d.get("choices", {}).items()},
                    thresholds=dict(d.get("thresholds", {})), figures=d.get("figures", {}),
-                   thresholds_by_corpus=dict(d.get("thresholds_by_corpus", {})))
+                   thresholds_by_corpus=dict(d.get("thresholds_by_corpus", {})),
+                   choices_by_corpus={k: {j: JudgeChoice(c["use"], tuple(c["band"])) for j, c in v.items()}
+                                      for k, v in d.get("choices_by_corpus", {}).items()})
 
 
 def corpus_key(knowledge_base) -> str:
