@@ -17,16 +17,19 @@ import re
 from program.types import ChunkGrade, Passage
 
 _STALE = re.compile(r"\b(deprecated|archived|retired|legacy|superseded|discontinued|sunset|end[- ]of[- ]life)\b", re.I)
+# in the text, only a banner counts: a current page may well mention the deprecated version
+_STALE_BANNER = re.compile(r"\b(DEPRECATED|ARCHIVED|RETIRED|SUPERSEDED)\b|\bno longer (in effect|sold|issued|supported)\b")
 _COMMUNITY = re.compile(r"\b(community|forum|thread|seller tips|user tips)\b", re.I)
-HEAD_CHARS = 240  # a page says what it is at its top: its id, title and first lines
+HEAD_CHARS = 240  # a page says what it is at its top
 
 
 def source_status(passage: Passage) -> str:
-    """``stale``, ``community`` or ``current`` from the passage's id, title and opening text."""
-    head = f"{passage.id} {passage.title} {passage.url} {passage.text[:HEAD_CHARS]}".replace("-", " ")
-    if _STALE.search(head):
+    """``stale``, ``community`` or ``current``, from what the passage's source is called (id,
+    title, URL: ``api-keys-v1-deprecated.md``) or a banner at the top of its text ("ARCHIVED")."""
+    name = f"{passage.id} {passage.title} {passage.url}".replace("-", " ").replace("_", " ")
+    if _STALE.search(name) or _STALE_BANNER.search(passage.text[:HEAD_CHARS]):
         return "stale"
-    if _COMMUNITY.search(head):
+    if _COMMUNITY.search(name):
         return "community"
     return "current"
 

@@ -138,7 +138,7 @@ def test_stale_page_is_set_aside_when_a_current_one_is_usable():
 
 
 def test_crag_refines_the_current_page_and_traces_the_stale_one(fake_lm):
-    old = "Deprecated page. Acme Rockets was founded by John Doe in 1990."
+    old = "DEPRECATED. Acme Rockets was founded by John Doe in 1990."
     program = CRAG(ListKnowledgeBase([old, FOUNDING]), web=FakeWeb([]), judges=toy_judges())
     result = program(question=Q)
     assert [s.source_id for s in result.strips] == ["doc1#0"]
@@ -186,3 +186,11 @@ def test_a_knowledge_base_gets_the_choice_measured_on_its_own_rows():
     assert judges.choice("strip").use == "lm" and judges.corpus == ""
     again = JudgeSet.from_dict(json.loads(json.dumps(judges.to_dict())))
     assert again.choices_by_corpus == judges.choices_by_corpus
+
+
+def test_a_current_page_that_mentions_the_deprecated_version_stays_current():
+    # the bug: api-keys-v2's migration section ("v1 keys are deprecated") was taken for a stale page
+    current = Passage("api-keys-v2.md#3", "## Migrating from v1\nThe v1 keys are deprecated; replace them.")
+    assert source_status(current) == "current"
+    assert source_status(Passage("fees-2022-archived.md#1", "Old prices.")) == "stale"
+    assert source_status(Passage("x#0", "> **ARCHIVED — this pricing is no longer in effect.**")) == "stale"
