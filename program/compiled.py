@@ -77,6 +77,22 @@ def load_state(program, path: str | Path) -> None:
     program.load_state({**own, **saved})
 
 
+LM_THRESHOLDS = {"lower": 0.2, "upper": 0.6}  # GradeRetrieval's score bands (``score_grade``)
+
+
+def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
+    """The evaluator's ``lower`` / ``upper`` for the passage judge in use on ``knowledge_base``:
+    those calibrated on the trained judge's scores for this knowledge base (or PopQA's) when it
+    or the cascade decides; when the LM decides, the manifest's LM-calibrated ones, or
+    ``LM_THRESHOLDS`` when the compile calibrated the trained judge's instead."""
+    saved = manifest.get("thresholds", {})
+    if judges is not None and judges.choice("passage").use != "lm":
+        return judges.thresholds_for(knowledge_base)
+    if saved.get("source") == "trained passage judge":
+        return LM_THRESHOLDS
+    return saved
+
+
 def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="snapshot", embedder=None, **kwargs):
     """Build the CRAG program and load its compiled prompts and thresholds.
 
@@ -110,13 +126,9 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
     manifest = read_manifest(directory)
     judges = load_judges(directory)
-    thresholds = manifest.get("thresholds", {})
-    if judges is not None and judges.choice("passage").use != "lm":
-        thresholds = judges.thresholds  # calibrated on the trained judge's scores
-    settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2), **kwargs}
     # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
     # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
-    program = CRAG(None, **settings)
+    program = CRAG(None, **kwargs)
     load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     program.web_searcher.backend = resources.resolve_web(web)
@@ -125,11 +137,10 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         judges.embedder = program.refiner.embedder
         judges.use_corpus(program.knowledge_base)
         program.judges = judges
-        if judges.choice("passage").use != "lm":  # thresholds calibrated for this knowledge base
-            calibrated = judges.thresholds_for(program.knowledge_base)
-            program.upper = kwargs.get("upper", calibrated.get("upper", program.upper))
-            program.lower = kwargs.get("lower", calibrated.get("lower", program.lower))
     else:
         warnings.warn(f"{directory} holds no {JUDGES_FILE}: every judgment is asked of the LM "
                       "(train the judges: python -m optimize.compile --only judges)", stacklevel=2)
+    thresholds = evaluator_thresholds(manifest, judges, program.knowledge_base)
+    program.upper = kwargs.get("upper", thresholds.get("upper", 0.6))
+    program.lower = kwargs.get("lower", thresholds.get("lower", 0.2))
     return program

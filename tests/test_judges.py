@@ -194,3 +194,21 @@ def test_a_current_page_that_mentions_the_deprecated_version_stays_current():
     assert source_status(current) == "current"
     assert source_status(Passage("fees-2022-archived.md#1", "Old prices.")) == "stale"
     assert source_status(Passage("x#0", "> **ARCHIVED — this pricing is no longer in effect.**")) == "stale"
+
+
+def test_evaluator_thresholds_follow_the_passage_judge_in_use():
+    from program.compiled import LM_THRESHOLDS, evaluator_thresholds
+    from program.judges.store import corpus_key
+
+    class KB:
+        manifest = {"files": {"kb.md": "cc"}}
+
+    judges = toy_judges()
+    judges.thresholds_by_corpus = {corpus_key(KB()): {"lower": 0.1, "upper": 0.3}}
+    manifest = {"thresholds": {"lower": 0.05, "upper": 0.55, "source": "trained passage judge"}}
+    judges.use_corpus(KB())
+    assert evaluator_thresholds(manifest, judges, KB())["upper"] == 0.3  # its own calibration
+    judges.choices_by_corpus = {corpus_key(KB()): {"passage": JudgeChoice("lm")}}
+    # the LM grades there: its own score bands, not the thresholds of the trained judge's scores
+    assert evaluator_thresholds(manifest, judges, KB()) == LM_THRESHOLDS
+    assert evaluator_thresholds({"thresholds": {"lower": 0.3, "upper": 0.7}}, None, KB()) == {"lower": 0.3, "upper": 0.7}
