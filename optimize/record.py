@@ -40,7 +40,8 @@ POST_HOC_MODES = ("rag", "crag", "langgraph")  # answers checked after the fact 
 def claim_checker(program, compiled_dir: str | Path | None):
     """The ClaimChecker for post-hoc groundedness: the program's own one when it has one
     (``crag`` mode: the compiled checker it does not run), else a new one carrying the
-    compiled ``checker.*`` prompts of ``compiled_dir/crag.json`` when that file exists."""
+    compiled ``checker.*`` prompts of ``compiled_dir/crag.json`` and the compiled judges of
+    ``compiled_dir/judges.json`` when those files exist, so every mode is checked alike."""
     own = getattr(program, "checker", None)
     if own is not None:
         return own
@@ -51,6 +52,9 @@ def claim_checker(program, compiled_dir: str | Path | None):
         for name, predictor in checker.named_predictors():
             if f"checker.{name}" in state:
                 predictor.load_state(state[f"checker.{name}"])
+        from program.judges import load_judges
+
+        checker.judges = load_judges(compiled_dir)  # the same support judge as self-crag's
     return checker
 
 
