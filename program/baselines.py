@@ -11,7 +11,7 @@ from __future__ import annotations
 import dspy
 
 from program.cost import step
-from program.crag import validate_question
+from program.question import validate_question
 from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
 from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace

@@ -14,6 +14,7 @@ from program.cost import step
 from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
+from program.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.refine import KnowledgeRefiner
 from program.selfcheck import ClaimChecker, is_abstention, strip_citations
 from program.stale import is_set_aside, set_aside_stale
@@ -21,23 +22,6 @@ from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult
 from program.usefulness import UsefulnessJudge
 from program.web_path import WebSearcher
 from signatures import AnswerClosedBook, DecideRetrieval
-
-MAX_QUESTION_CHARS = 2000
-
-
-class QuestionError(ValueError):
-    """The question is empty or longer than ``MAX_QUESTION_CHARS``."""
-
-
-def validate_question(question: str) -> str:
-    """Return the stripped question; raise ``QuestionError`` if empty or over the length cap."""
-    text = (question or "").strip()
-    if not text:
-        raise QuestionError("the question is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise QuestionError(f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}")
-    return text
-
 
 class CRAG(dspy.Module):
     """Corrective RAG with a claim-level self-check, as one DSPy module.
@@ -72,9 +56,9 @@ class CRAG(dspy.Module):
     one is configured), the new passages are judged like the first, and those at or above
     ``lower`` are refined. One round, capped: the corrected passages are never corrected again.
 
-    Stale and contradicting sources: a passage that says it is deprecated, archived or retired,
-    or a community post, is set aside when another retrieved passage the judge finds at least
-    as relevant is current and official; the trace says which passage was set aside and why.
+    Stale and contradicting sources: a passage whose source says it is deprecated, archived or
+    retired, or a community post, is set aside (kept out of refinement) when another retrieved
+    passage scoring at least ``lower`` is current and official; the trace says which (``program.stale``).
 
     Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
     the answer is supported by the internal strips, the evaluator was wrong (often a passage
