@@ -208,8 +208,10 @@ def _runs(groups: list[str]) -> list[int]:
 
 def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder) -> dict:
     """The trained judges' dev figures: PopQA dev passage AUC and the "any top-3 relevant"
-    decision (with plain cosine's for comparison), adversarial dev action accuracy on the
-    queries and band accuracy on the grading rows, strip F1, support verdict accuracy."""
+    decision (with plain cosine's for comparison), PopQA dev strip AUC and F1 (every answering
+    strip of the top-3 passages and up to 4 others per question, as in training), adversarial
+    dev action accuracy on the queries and band accuracy on the grading rows, strip F1, support
+    verdict accuracy."""
     t = judges.thresholds
     figures: dict = {}
     pop = jd.popqa_passage_pairs(dev_q, popqa_kb)
@@ -245,6 +247,11 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
         "grading_band_accuracy": round(float(np.mean([action_of(s, ta["lower"], ta["upper"]) == b
                                                        for s, b in zip(grade_scores, bands)])), 4),
         "grading_auc": auc(grading.labels, grade_scores)}
+    pop_strips = jd.popqa_strip_pairs(dev_q, popqa_kb, embedder)
+    pop_strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(pop_strips.dense, pop_strips.cues)])
+    figures["popqa_dev"].update({
+        "strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
+        "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])})
     strips = jd.adversarial_strip_pairs(adv["strips"]["dev"], embedder)
     strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
     figures["strips_dev"] = {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
