@@ -19,7 +19,7 @@ import dspy
 
 from program.generation import cited_numbers
 from program.lm import CRITIQUE_CONFIG
-from program.text import clean_copy, coverage, has_negation, is_none, names, numbers, words
+from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, words
 from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
 
@@ -70,6 +70,23 @@ def lexical_support(claim: str, evidence: str) -> str:
     return max(verdicts, key=RANKED_VERDICTS.index, default="no")
 
 
+def without_asked_entity(claim: str, question: str) -> str:
+    """The claim with the question's own name words removed, when enough remains to check.
+
+    The strips were already judged to be about the asked entity, and they often name it by
+    surname or pronoun ("Hay was born in Eureka"): checking "William Perry Hay was born in
+    Eureka, Illinois." word for word failed for want of "William Perry". What the check must
+    verify is the asserted fact ("was born in Eureka, Illinois"). A claim left with fewer than
+    two content words is checked whole.
+    """
+    from program.judges.features import entity_names
+
+    asked = entity_names(question)
+    kept = [w for w in claim.split() if words(w) == [] or words(w)[0] not in asked]
+    rest = " ".join(kept)
+    return rest if len(asked) and len(content_words(rest)) >= 2 and rest != claim else claim
+
+
 def strip_citations(text: str) -> str:
     """The text without ``[n]`` citations and "as mentioned in strip" asides."""
     return _STRIP_REFERENCE.sub("", re.sub(r"\s*\[\d+\]", "", text)).strip()
@@ -118,7 +135,7 @@ class ClaimChecker(dspy.Module):
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
             cited = cited_numbers(self._sentence_for(text, sentences), len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
-            verdict, score = self._check(text, evidence)
+            verdict, score = self._check(without_asked_entity(text, question), evidence)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))
         return claims
 

@@ -121,8 +121,22 @@ def test_unsupported_claim_scored_by_the_support_judge(fake_lm):
     checker = ClaimChecker(judges=toy_judges())
     claims = checker(question=Q, answer="Acme Rockets was founded by Elon Musk in 2002 [1].",
                      strips=[Strip("doc0#0", 0, FOUNDING)])
-    assert claims[0].support == "partially" and 0.3 <= claims[0].score < 0.7
+    # checked without the asked entity's name: "was founded by Elon Musk in 2002", one word of four in FOUNDING
+    assert claims[0].support == "no" and claims[0].score == pytest.approx(1 / (1 + np.exp(2.0)), abs=1e-4)
     assert fake_lm.calls["CheckClaimSupport"] == 0
+
+
+def test_a_claim_naming_the_asked_entity_in_full_is_supported_by_its_surname(fake_lm):
+    # the bug: "William Perry Hay was born in Eureka, Illinois." fell back for want of "William Perry"
+    from program.selfcheck import ClaimChecker, without_asked_entity
+    from program.types import Strip
+
+    question = "In what city was William Perry Hay born?"
+    claim = "William Perry Hay was born in Eureka, Illinois."
+    assert without_asked_entity(claim, question) == "was born in Eureka, Illinois."
+    claims = ClaimChecker()(question=question, answer=claim, strips=[Strip("d#0", 0, "Hay was born in Eureka, Illinois, in 1872.")])
+    assert claims[0].support == "fully" and fake_lm.calls["CheckClaimSupport"] == 0
+    assert without_asked_entity("Jane Roe.", "Who is Jane Roe?") == "Jane Roe."  # nothing left to check alone
 
 
 def test_stale_page_is_set_aside_when_a_current_one_is_usable():
