@@ -43,6 +43,9 @@ def fake_compile(monkeypatch):
     monkeypatch.setattr(compile_mod, "build_judges", lambda kb: toy_judges_with_figures())
     monkeypatch.setattr(compile_mod, "popqa_rows_for", lambda predictors: {})
     monkeypatch.setattr(compile_mod, "knowledge_base", _adversarial_only(compile_mod))
+    from tests.test_judges import WordEmbedder
+
+    monkeypatch.setattr(compile_mod, "embedder", WordEmbedder)  # judges reloaded from --out score with it
     return lm
 
 
