@@ -202,6 +202,20 @@ def measure_saved(predictor, spec: PredictorSpec, budget: str, dev_rows: int | N
     return _evaluate(predictor, dev, spec)["_rows"]
 
 
+def reusable_judges(out: str | Path, only: list[str]):
+    """The judges saved in ``out`` when they need no training: not asked for (``--only``
+    without ``judges``), or trained from the same data and code (``judges_data_hash``: a rerun
+    reuses them). None otherwise."""
+    saved = read_manifest(out) or {}
+    same = saved.get("judges", {}).get("data_hash") == judges_data_hash()
+    if "judges" in only and not same:
+        return None
+    judges = load_judges(out)
+    if judges is not None and "judges" in only:
+        print(f"\n== trained judges: reusing {out}/judges.json (same data and code)", flush=True)
+    return judges
+
+
 def build_judges(adversarial_kb):
     """Train the judges (``optimize.train_judges``) on the PopQA knowledge base and ``adversarial_kb``."""
     return train_judges(knowledge_base(), adversarial_kb, embedder())
@@ -251,12 +265,16 @@ def data_hash() -> str:
 
 
 def judges_data_hash() -> str:
-    """sha256 (16 hex digits) of what the trained judges learn from: the labeled files
-    (``data_hash``) and the PopQA questions, split and knowledge base."""
+    """sha256 (16 hex digits) of what makes the trained judges: the labeled files
+    (``data_hash``), the PopQA questions, split and knowledge base, and the code that turns
+    them into features, labels and weights. Equal hashes give the same judges (seeded)."""
     from eval_sets import popqa
 
+    root = Path(__file__).resolve().parent.parent
+    code = sorted((root / "program" / "judges").glob("*.py")) + [
+        root / "optimize" / "judge_data.py", root / "optimize" / "train_judges.py"]
     digest = hashlib.sha256(data_hash().encode())
-    for path in (popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH):
+    for path in [popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, *code]:
         digest.update(Path(path).name.encode() + Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -328,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if saved.get("data_hash") != data_hash():
             parser.error(f"--only: the labeled data changed since {args.out} was compiled; compile every predictor")
         load_state(program, Path(args.out) / STATE_FILE)
-    judges = load_judges(args.out) if "judges" not in only else None
+    judges = reusable_judges(args.out, only)
     if judges is None:
         print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
         judges = build_judges(kb)

@@ -39,8 +39,8 @@ def test_ask_answers_through_searxng_on_loopback(cli, web_server, capsys):
     assert [h["url"] for h in web["hits"]] == [acme, danube]  # the hits (k=2)
     assert [f["url"] for f in web["fetched"]] == [acme, danube] and web["fetch_failures"] == []  # the pages
     assert [(s["text"], s["url"]) for s in result["strips"]] == [(f"Acme Rockets {FOUNDING}", acme)]  # strips kept
-    refine_web = next(s for s in result["trace"]["steps"] if s["step"] == "refine-web")
-    assert refine_web["notes"].endswith("kept 1")
+    refine_web = next(s for s in result["trace"]["steps"] if s["step"] == "refine-corrected")
+    assert "kept 1 at threshold" in refine_web["notes"]
     assert result["citations"][0]["url"] == acme
     assert list((cli / "cache" / "web_pages").glob("*.json"))  # pages cached under CRAG_CACHE_DIR
 
