@@ -45,3 +45,20 @@ def test_real_model_answers_popqa_questions(program):
         assert [s.step for s in result.trace.steps][:2] == ["retrieve", "evaluate"]
         if not result.fallback:
             assert result.claims and all(c.support in ("fully", "partially", "no") for c in result.claims)
+
+
+def test_real_model_with_the_compiled_judges(program):
+    """The committed compile (prompts, trained judges, PopQA thresholds) on the real 0.5B model."""
+    from program.compiled import load_compiled
+
+    crag, lm = program
+    compiled = load_compiled(knowledge_base=crag.knowledge_base, web="snapshot", embedder=crag.refiner.embedder)
+    assert (compiled.lower, compiled.upper) == (0.05, 0.55)  # calibrated on PopQA train for this knowledge base
+    question = next(q for q in load_questions(split=None) if q["id"] == "popqa-0001")
+    with dspy.context(lm=lm):
+        result = compiled(question=question["question"])
+    assert len(result.grades) == 3 and all(0.0 <= g.score <= 1.0 for g in result.grades)
+    # the trained judges score every passage and strip; the LM grades only inside the cascade's band
+    assert all(g.explanation.startswith(("trained judge", "trained ")) for g in result.grades)
+    assert all(0.0 <= s.relevance <= 1.0 for s in result.strips)
+    assert 1 <= result.trace.lm_calls <= 6 and "usefulness" in [s.step for s in result.trace.steps]
