@@ -19,6 +19,20 @@ from program.web.base import WebSearchError
 from signatures import AnswerClosedBook, GradeDocumentBinary, RewriteForWebSearch
 
 
+def retrieve(knowledge_base, question: str, k: int) -> tuple[str, Trace, list[Passage]]:
+    """A retrieval baseline's first step: the validated question, a new trace, and the top-``k``
+    passages, the search timed as the trace's ``retrieve`` step.
+
+    Raises:
+        program.question.QuestionError: an empty or over-long question.
+    """
+    question = validate_question(question)
+    trace = Trace()
+    with step(trace, "retrieve"):
+        passages = knowledge_base.search(question, k)
+    return question, trace, passages
+
+
 class ClosedBook(dspy.Module):
     """Answer from the model's own knowledge (``AnswerClosedBook``), one LM call.
 
@@ -55,10 +69,7 @@ class VanillaRAG(dspy.Module):
         self.generator = AnswerGenerator()
 
     def forward(self, question: str) -> CRAGResult:
-        question = validate_question(question)
-        trace = Trace()
-        with step(trace, "retrieve"):
-            passages = self.knowledge_base.search(question, self.k)
+        question, trace, passages = retrieve(self.knowledge_base, question, self.k)
         strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url) for p in passages]
         with step(trace, "generate"):
             answer = self.generator(question=question, strips=strips)
@@ -123,10 +134,7 @@ class LangGraphCRAG(dspy.Module):
         self.generator = AnswerGenerator()
 
     def forward(self, question: str) -> CRAGResult:
-        question = validate_question(question)
-        trace = Trace()
-        with step(trace, "retrieve"):
-            passages = self.knowledge_base.search(question, self.k)
+        question, trace, passages = retrieve(self.knowledge_base, question, self.k)
         with step(trace, "grade") as cost:
             grades = [self._grade(question, p, trace) for p in passages]
             kept = [p for p, g in zip(passages, grades) if g.score == 1.0]
