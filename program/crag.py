@@ -225,13 +225,16 @@ class CRAG(dspy.Module):
         new = again + found
         if not new:
             return []
+        usable, relevant = new, []
         if self.judges is not None and self.judges.choice("passage").use != "lm":
-            # Judged like the first passages: scores cost no LM call with the trained judge.
+            # Judged like the first passages (no LM call with the trained judge), but not gated:
+            # CRAG refines every corrected document (§4.4) and its strip filter decides. A whole
+            # web page scores low where one of its sentences answers ("...the fencing section").
             grades = self._evaluate(question, new, trace, "evaluate-corrected", lazy=False)
             corrected.extend(grades)
-            usable, relevant = self._usable(new, grades)
-        else:  # an LM grade per page costs more than the strip filter it would spare
-            usable, relevant = new, []
+            usable = [p for p, g in zip(new, grades) if not is_set_aside(g)]
+            relevant = [g.passage_id for g in grades if g.score >= self.upper and not is_set_aside(g)]
+        # (with LM grading, a grade per page costs more than the strip filter it would spare)
         return self._refine(question, usable, relevant, trace, "refine-corrected")
 
     def _candidate_terms(self, question: str) -> list[str]:
