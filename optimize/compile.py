@@ -274,7 +274,7 @@ def judges_data_hash() -> str:
     code = sorted((root / "program" / "judges").glob("*.py")) + [
         root / "optimize" / "judge_data.py", root / "optimize" / "train_judges.py"]
     digest = hashlib.sha256(data_hash().encode())
-    for path in [popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, *code]:
+    for path in [popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH, *code]:
         digest.update(Path(path).name.encode() + Path(path).read_bytes())
     return digest.hexdigest()[:16]
 

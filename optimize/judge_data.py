@@ -26,7 +26,9 @@ import numpy as np
 
 from program.judges.features import (cue_pairs, evidence_sentences, passage_features, strip_features,
                                      support_features)
+from program.judges.store import judged_text, strip_inputs
 from program.refine import decompose
+from program.types import Passage
 from program.selfcheck import VERDICT_VALUE, lexical_support
 from program.text import names, words
 
@@ -119,6 +121,43 @@ def popqa_strip_pairs(questions: list[dict], kb, embedder, k: int = 3, negatives
         cos = float(vector @ question_vectors[q["question"]])
         pairs.add(strip_features(q["question"], s.text, cos, p.text, p.score), cue_pairs(q["question"], s.text),
                   label, q["id"])
+    return pairs
+
+
+def popqa_web_strip_pairs(questions: list[dict], web, embedder, k: int = 2, negatives: int = 4,
+                          seed: int = 0) -> Pairs:
+    """Strips of the web pages the correction finds for each question (``web.search(question,
+    k)``, the offline snapshot), labeled like the knowledge base's: a strip of the subject's
+    own page (its title names the subject) that states a gold answer is relevant; every
+    answering strip and up to ``negatives`` others per question. A page's sentences rarely
+    repeat its subject's name ("...the fencing section of CS Dinamo"), unlike the knowledge
+    base's passages, so the strip judge must see such strips to keep them."""
+    rng = random.Random(seed)
+    chosen = []  # (question, strip text, page passage, label)
+    for q in questions:
+        rows = []
+        for i, hit in enumerate(web.search(q["question"], k)):
+            page = Passage(id=hit.url or f"web-{i}", text=(hit.content or hit.snippet or "")[:3000], source="web",
+                           title=hit.title, url=hit.url)
+            about = names_subject(hit.title or "", q["subject"])
+            for s in decompose(page):
+                rows.append((q, s.text, page, int(about and states_answer(s.text, q["possible_answers"]))))
+        positives = [r for r in rows if r[3]]
+        rest = [r for r in rows if not r[3]]
+        rng.shuffle(rest)
+        chosen += positives + rest[: negatives + max(0, 2 - len(positives))]
+    if not chosen:
+        return Pairs()
+    asked = list(dict.fromkeys(r[0]["question"] for r in chosen))
+    pages = list({id(r[2]): r[2] for r in chosen}.values())
+    vectors = embedder.encode(asked + [judged_text(p)[:2000] for p in pages] + [r[1] for r in chosen])
+    question_vectors = dict(zip(asked, vectors[: len(asked)]))
+    page_vectors = {id(p): v for p, v in zip(pages, vectors[len(asked): len(asked) + len(pages)])}
+    pairs = Pairs()
+    for (q, text, page, label), vector in zip(chosen, vectors[len(asked) + len(pages):]):
+        qv = question_vectors[q["question"]]
+        dense, cues = strip_inputs(q["question"], text, float(vector @ qv), page, float(page_vectors[id(page)] @ qv))
+        pairs.add(dense, cues, label, q["id"])
     return pairs
 
 

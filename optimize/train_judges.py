@@ -130,14 +130,20 @@ def support_accuracy(targets, scores, lo, hi) -> float:
     return round(float((verdicts == np.asarray(targets)).mean()), 4)
 
 
-def train_judges(popqa_kb, adversarial_kb, embedder, log=print) -> JudgeSet:
+def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> JudgeSet:
     """Train, calibrate and measure the three judges; return them with their figures.
 
     Args:
         popqa_kb: the PopQA knowledge base (``program.resources.knowledge_base()``).
         adversarial_kb: the adversarial help-centre knowledge base.
         embedder: the all-MiniLM-L6-v2 embedder (``encode(list[str])``).
+        web: the search backend whose pages the strip judge also learns from; default the
+            PopQA offline web snapshot (``program.resources.web_backend("snapshot")``).
     """
+    if web is None:
+        from program.resources import web_backend
+
+        web = web_backend("snapshot")
     from eval_sets import adversarial
     from eval_sets.popqa import load_questions, read_jsonl, KNOWLEDGE_BASE_PATH
 
@@ -172,7 +178,9 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print) -> JudgeSet:
                  corpus_key(adversarial_kb): {"name": "adversarial", **adv_thresholds}}
 
     log_step("strip pairs")
-    strip_pairs = jd.popqa_strip_pairs(train_q, popqa_kb, embedder).extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder))
+    strip_pairs = (jd.popqa_strip_pairs(train_q, popqa_kb, embedder)
+                   .extend(jd.popqa_web_strip_pairs(train_q, web, embedder))
+                   .extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder)))
     strip = _fit("strip", STRIP_NAMES, strip_pairs)
     strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
     keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
@@ -195,7 +203,7 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print) -> JudgeSet:
                       thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
                       thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")
-    judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder)
+    judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
     judges.figures["train_rows"] = {"passage": len(passage_pairs), "strip": len(strip_pairs), "support": len(support_pairs)}
     judges.figures["seconds"] = round(time.perf_counter() - started, 1)
     return judges
@@ -206,7 +214,7 @@ def _runs(groups: list[str]) -> list[int]:
     return [len(list(g)) for _, g in itertools.groupby(groups)]
 
 
-def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder) -> dict:
+def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder, web=None) -> dict:
     """The trained judges' dev figures: PopQA dev passage AUC and the "any top-3 relevant"
     decision (with plain cosine's for comparison), PopQA dev strip AUC and F1 (every answering
     strip of the top-3 passages and up to 4 others per question, as in training), adversarial
@@ -252,6 +260,12 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
     figures["popqa_dev"].update({
         "strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
         "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])})
+    if web is not None:  # the web pages' strips, labeled as in training
+        web_strips = jd.popqa_web_strip_pairs(dev_q, web, embedder)
+        web_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(web_strips.dense, web_strips.cues)])
+        figures["popqa_dev"].update({
+            "web_strips": len(web_strips), "web_strip_auc": auc(web_strips.labels, web_scores),
+            "web_strip_f1": f1(web_strips.labels, web_scores >= t["strip_keep"])})
     strips = jd.adversarial_strip_pairs(adv["strips"]["dev"], embedder)
     strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
     figures["strips_dev"] = {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),

@@ -226,3 +226,41 @@ def test_evaluator_thresholds_follow_the_passage_judge_in_use():
     # the LM grades there: its own score bands, not the thresholds of the trained judge's scores
     assert evaluator_thresholds(manifest, judges, KB()) == LM_THRESHOLDS
     assert evaluator_thresholds({"thresholds": {"lower": 0.3, "upper": 0.7}}, None, KB()) == {"lower": 0.3, "upper": 0.7}
+
+
+def test_a_web_page_is_judged_with_its_title():
+    from program.judges.store import judged_text
+
+    page = Passage(id="https://en.wikipedia.org/wiki/Acme_Rockets", text="It was founded by Jane Roe in 1999.",
+                   source="web", title="Acme Rockets")
+    assert judged_text(page) == "Acme Rockets. It was founded by Jane Roe in 1999."
+    # a knowledge-base chunk is read as the training passages were; a title already leading is not repeated
+    assert judged_text(Passage(id="kb#0", text=page.text, source="kb", title="Acme Rockets")) == page.text
+    assert judged_text(Passage(id="w", text="Acme Rockets is a firm.", source="web", title="Acme Rockets")) == "Acme Rockets is a firm."
+
+
+def test_a_web_sentence_without_the_subjects_name_scores_on_its_pages_title():
+    # the bug: "When BNR closed in 2002, he transferred ... to the fencing section of CS Dinamo" on the
+    # page "Alexandru Chiculiță" scored 0.001 for "What sport does Alexandru Chiculiță play?"
+    from program.types import Strip
+
+    judges = toy_judges()
+    judges.judges["strip"] = judge_on("strip", STRIP_NAMES, "name_phrase", 6.0, -3.0)
+    sentence = "He was founded by Jane Roe in 1999."
+    page = Passage(id="https://example.org/acme", text=sentence, source="web", title="Acme Rockets")
+    kb_chunk = Passage(id="kb#0", text=sentence, source="kb", title="Acme Rockets")
+    scores = judges.strip_scores(Q, [Strip(page.id, 0, sentence), Strip(kb_chunk.id, 0, sentence)], [page, kb_chunk])
+    assert scores[0] == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-4)
+    assert scores[1] == pytest.approx(1 / (1 + np.exp(3.0)), abs=1e-4)
+
+
+def test_the_correction_refines_a_web_page_the_passage_judge_scores_low(fake_lm):
+    # CRAG refines every corrected document (§4.4): a page is not dropped before its strips are
+    # judged. The toy passage judge wants "Acme Rockets" in the page; this one never says it.
+    page = ("https://example.org/history", "Acme was founded by Jane Roe in 1999; its rockets fly for universities.")
+    program = CRAG(ListKnowledgeBase([OFF_TOPIC]), web=FakeWeb([page]), judges=toy_judges(), self_check=False)
+    result = program(question=Q)
+    assert result.action is Action.INCORRECT
+    assert [g.reason for g in result.corrected_grades] == ["irrelevant"]
+    assert [s.source_id for s in result.strips] == [page[0]]
+    assert not result.fallback and "Jane Roe" in result.answer

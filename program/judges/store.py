@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +48,35 @@ class JudgeChoice:
         if self.use == "lm" or trained_score is None:
             return True
         return self.use == "cascade" and self.band[0] <= trained_score < self.band[1]
+
+
+def judged_text(passage) -> str:
+    """The text a judge reads for ``passage``: a web page's title, then its text.
+
+    A knowledge-base chunk states its subject in its text, as the training passages do; a web
+    page's paragraphs often do not ("In 1996 Chiculiță retired as an athlete..."): its subject
+    is the page title, so the title is read too, or the page looks like a namesake's.
+    """
+    title = (passage.title or "").strip()
+    if passage.source != "web" or not title or passage.text.lstrip().startswith(title):
+        return passage.text
+    return f"{title}. {passage.text}"
+
+
+def strip_inputs(question: str, strip: str, cosine: float, source, passage_cosine: float) -> tuple[list[float], list[str]]:
+    """The strip judge's inputs ``(dense features, cue pairs)`` for one strip (CRAG §4.4).
+
+    Args:
+        strip: the strip's text; cosine: its cosine with the question.
+        source: the ``Passage`` it came from (None: the strip is its own context).
+        passage_cosine: the source passage's cosine with the question (``judged_text``).
+
+    A web page's sentence is about the page's subject, so it is read with the page's title,
+    as the page is (``judged_text``). Training (``optimize.judge_data``) builds its rows here too.
+    """
+    context = judged_text(source) if source is not None else strip
+    text = judged_text(replace(source, text=strip)) if source is not None else strip
+    return strip_features(question, text, cosine, context, passage_cosine), cue_pairs(question, text)
 
 
 @dataclass
@@ -118,15 +147,20 @@ class JudgeSet:
         """
         if not passages:
             return []
+        cosines = self._passage_cosines(question, passages)
+        judge = self.judges["passage"]
+        return [judge.score(passage_features(question, judged_text(p), c), cue_pairs(question, judged_text(p)))
+                for p, c in zip(passages, cosines)]
+
+    def _passage_cosines(self, question: str, passages) -> list[float]:
+        """Question-passage cosines: a knowledge-base passage's retrieval score, else embedded here."""
         cosines = [p.score if p.source == "kb" and p.score else None for p in passages]
         missing = [i for i, c in enumerate(cosines) if c is None]
         if missing:
-            vectors = self._encode([question] + [passages[i].text[:2000] for i in missing])
+            vectors = self._encode([question] + [judged_text(passages[i])[:2000] for i in missing])
             for i, v in zip(missing, vectors[1:] @ vectors[0]):
                 cosines[i] = float(v)
-        judge = self.judges["passage"]
-        return [judge.score(passage_features(question, p.text, c), cue_pairs(question, p.text))
-                for p, c in zip(passages, cosines)]
+        return cosines
 
     def strip_scores(self, question: str, strips, passages, cosines: list[float] | None = None) -> list[float]:
         """Relevance in [0, 1] of each strip (``program.types.Strip``) to the question.
@@ -141,14 +175,13 @@ class JudgeSet:
             vectors = self._encode([question] + [s.text for s in strips])
             cosines = (vectors[1:] @ vectors[0]).tolist()
         by_id = {p.id: p for p in passages}
-        passage_cos = {p.id: p.score for p in passages}
+        passage_cos = dict(zip((p.id for p in passages), self._passage_cosines(question, passages)))
         judge = self.judges["strip"]
         scores = []
         for strip, cos in zip(strips, cosines):
-            source = by_id.get(strip.source_id)
-            context = source.text if source is not None else strip.text
-            dense = strip_features(question, strip.text, float(cos), context, float(passage_cos.get(strip.source_id, 0.0)))
-            scores.append(judge.score(dense, cue_pairs(question, strip.text)))
+            dense, cues = strip_inputs(question, strip.text, float(cos), by_id.get(strip.source_id),
+                                       float(passage_cos.get(strip.source_id, 0.0)))
+            scores.append(judge.score(dense, cues))
         return scores
 
     def support_score(self, claim: str, evidence: str, lexical_verdict: float) -> float:
