@@ -35,6 +35,7 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decide-retrieval", action="store_true",
                         help="first ask whether the question needs sources at all; greetings, arithmetic and "
                              "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
+    parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--trace-jsonl", metavar="PATH", help="append one JSON line per step to PATH")
     parser.add_argument("--trace-export", choices=("mlflow",), help="also send DSPy's traces to MLflow (pip install mlflow)")
 
@@ -136,7 +137,9 @@ def _ask(args) -> int:
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    configure_lm(args.model, args.api_base)
+    lm = configure_lm(args.model, args.api_base)
+    if args.no_cache:
+        lm.cache = False
     try:
         program = build_program(args, config)
     except SetupError as exc:
