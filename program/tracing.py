@@ -192,7 +192,8 @@ def enable_exporter(name: str) -> None:
 
     ``mlflow``: ``mlflow.dspy.autolog()``, to the tracking server in ``MLFLOW_TRACKING_URI``
     (default ``./mlruns``); MLflow sends them to an OpenTelemetry collector instead when
-    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set. Needs ``pip install mlflow``.
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set (with ``opentelemetry-exporter-otlp``
+    installed). Needs ``pip install mlflow``.
 
     Raises:
         ValueError: an unknown exporter, or its package is not installed (the message says
