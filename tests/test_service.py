@@ -155,3 +155,13 @@ def test_a_failing_lm_is_a_502_with_the_reason_not_a_hung_connection(service, se
     finally:
         served_fake_lm.fail = False
     assert httpx.get(f"{service.base}/healthz").json()["failed"] >= 2
+
+
+def test_each_request_has_its_own_options_on_the_shared_program(service):
+    ask = lambda body: httpx.post(f"{service.base}/ask", json=body, timeout=60).json()  # noqa: E731
+    greeting = ask({"question": "Hi there!", "decide_retrieval": True})
+    assert greeting["retrieval_skipped"] is True and greeting["action"] is None and greeting["grades"] == []
+    unchecked = ask({"question": "Who founded Acme Rockets? (no check)", "self_check": False, "k": 1})
+    assert unchecked["mode"] == "crag" and unchecked["claims"] == [] and len(unchecked["grades"]) == 1
+    default = ask({"question": "Hi there, who founded Acme Rockets?"})  # the server's settings are untouched
+    assert default["retrieval_skipped"] is False and default["mode"] == "self-crag" and len(default["grades"]) == 2
