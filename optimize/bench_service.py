@@ -19,6 +19,7 @@ questions (per level, default 4 per client, at least 8) are answered. Prints a M
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(c) for c in args.clients.split(",")]
     embedded = bool(args.model)
 
+    import httpx
+
     from tests.service_process import ServiceProcess, program_env, write_docs
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         if embedded:
             serve_args = ["--model", args.model, "--web", "snapshot", "--no-cache"]
             env = program_env(tmp / "unused")
-            env.pop("CRAG_CACHE_DIR")  # the shared cache: the model file and the PopQA index
+            env.pop("CRAG_CACHE_DIR")  # the usual cache: the model file and the PopQA index
+            if os.environ.get("CRAG_CACHE_DIR"):
+                env["CRAG_CACHE_DIR"] = os.environ["CRAG_CACHE_DIR"]
             label = f"{args.model}, committed compile, PopQA knowledge base"
         else:
             from tests.served_fake_lm import start
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             serve_args += ["--concurrency", str(args.concurrency)]
         service = ServiceProcess(serve_args, env, tmp / "serve.log", startup=900)
         try:
-            health = __import__("httpx").get(f"{service.base}/healthz").json()
+            health = httpx.get(f"{service.base}/healthz").json()
             print(f"{label}; service concurrency {health['queue']['concurrency']}\n")
             print("| clients | requests | requests/min | p50 s | p90 s | errors |\n|---|---|---|---|---|---|")
             for clients in levels:

@@ -76,10 +76,12 @@ class QuestionRunner:
     # ---- state for /healthz --------------------------------------------------------------------
     @property
     def running(self) -> int:
+        """Questions being answered now (at most ``concurrency``)."""
         return int(self.limiter.borrowed_tokens)
 
     @property
     def waiting(self) -> int:
+        """Questions queued for a free slot: the queue depth ``/healthz`` reports."""
         return self.limiter.statistics().tasks_waiting
 
     # ---- per request ---------------------------------------------------------------------------
