@@ -149,3 +149,21 @@ def web_config(web_server, tmp_path):
                      tavily_api_key=KEY, serper_api_key=KEY, brave_api_key=KEY,
                      connect_timeout=0.5, read_timeout=0.5, retries=1, backoff=0.01,
                      private_networks=("127.0.0.1/32",), cache_ttl=0, cache_dir=str(tmp_path / "pages"))
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector server on a temporary data directory, for the whole session."""
+    from tests.postgres import start
+
+    server = start(tmp_path_factory.mktemp("pgdata"))
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A knowledge-base URL on the session's server with a table of its own."""
+    from tests.postgres import kb_url
+
+    return kb_url(pg_server)
