@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
     ask.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
-    ask.add_argument("--kb", help="corpus file or folder to answer from (default: the PopQA knowledge base)")
+    ask.add_argument("--kb", help="corpus file or folder to answer from, or a pgvector knowledge base "
+                                  "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
     ask.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                      help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
                           "(default snapshot, offline)")
@@ -36,7 +37,9 @@ def _parser() -> argparse.ArgumentParser:
                           "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
     index.add_argument("path")
-    index.add_argument("--out", help="index folder (default: in the cache folder)")
+    index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
+    index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
+                                    "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
     return parser
 
 
@@ -55,6 +58,7 @@ def _ask(args) -> int:
     from program.compiled import COMPILED_DIR, has_compiled, load_compiled
     from program.crag import CRAG, QuestionError, validate_question
     from program.lm import configure_lm
+    from program.retrieval import CorpusError, KnowledgeBaseError
     from program.web.base import WebSearchError
 
     try:  # before loading anything heavy
@@ -63,8 +67,12 @@ def _ask(args) -> int:
     except (QuestionError, WebSearchError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        kb = resources.knowledge_base(resources.kb_location(args.kb))
+    except (CorpusError, KnowledgeBaseError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     configure_lm(args.model, args.api_base)
-    kb = resources.knowledge_base(args.kb)
     settings = {"k": args.k} if args.k else {}
     if args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes"):
         settings["decide_retrieval"] = True
@@ -77,7 +85,11 @@ def _ask(args) -> int:
             return 2
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
         program = CRAG(kb, web=web, embedder=resources.embedder(), **settings)
-    result = program(question=args.question)
+    try:
+        result = program(question=args.question)
+    except KnowledgeBaseError as exc:  # e.g. the database went away and stayed away
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
@@ -98,11 +110,24 @@ def _ask(args) -> int:
 
 def _index(args) -> int:
     from program import resources
-    from program.retrieval import CorpusError
+    from program.retrieval import CorpusError, KnowledgeBaseError
+    from program.retrieval.postgres.url import is_database_url
 
+    target = resources.kb_location(args.kb)
     try:
+        if is_database_url(target):
+            from program.retrieval.postgres import PgVectorKnowledgeBase
+
+            with PgVectorKnowledgeBase.build(args.path, target) as kb:
+                r = kb.last_ingest
+                print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
+                      f"updated, {r.unchanged} unchanged, {len(r.removed)} removed, {r.embedded} chunks embedded")
+            return 0
+        if args.kb:
+            print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
+            return 2
         kb = resources.knowledge_base(args.path, args.out)
-    except (CorpusError, FileNotFoundError) as exc:
+    except (CorpusError, FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or resources.index_dir_for(Path(args.path))
