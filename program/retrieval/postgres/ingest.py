@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_COLUMNS = ["source_file", "position", "chunk_id", "doc_id", "text", "title", "url", "heading",
                  "source_path", "embedding"]
-_COPY_TYPES = ["text", "int4", "text", "text", "text", "text", "text", "text", "text", "vector"]
+COPY_TYPES = ["text", "int4", "text", "text", "text", "text", "text", "text", "text", "vector"]
 
 
 @dataclass
@@ -148,7 +148,7 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
                     chunks = [c for d in by_file.get(f, []) for c in chunk_document(
                         d, chunking["target_tokens"], chunking["max_tokens"], chunking["overlap_tokens"])]
                     _stage_file(db, table, f, hashes[f], key, chunks, embedder, batch_size, report)
-                    db.run(lambda c: _publish(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, []))),
+                    db.run(lambda c: publish_file(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, []))),
                            what=f"publish {f}")
                     report.published.append(f)
                     log.info("published %s: %d chunks", f, len(chunks))
@@ -206,11 +206,13 @@ def _stage_file(db, table: str, f: str, sha: str, key: str, chunks: list[Chunk],
         report.reused += len(batch) - len(missing)
         rows = [[sha, key, f, i, c.chunk_id, c.doc_id, c.text, c.title, c.url, c.heading, c.source_path,
                  as_array(v)] for (i, c), v in zip(batch, vectors)]
-        db.run(lambda conn: _copy(conn, n["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
-                                  ["text", "text"] + _COPY_TYPES, rows), what=f"stage chunks of {f}")
+        db.run(lambda conn: copy_rows(conn, n["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
+                                  ["text", "text"] + COPY_TYPES, rows), what=f"stage chunks of {f}")
 
 
-def _copy(conn, table: sql.Identifier, columns: list[str], types: list[str], rows: list[list]) -> None:
+def copy_rows(conn, table: sql.Identifier, columns: list[str], types: list[str], rows: list[list]) -> None:
+    """``COPY`` ``rows`` (lists in ``columns`` order, vectors as float32 arrays) into ``table``
+    in binary format; ``types`` are the PostgreSQL type names of the columns."""
     with conn.cursor().copy(sql.SQL("COPY {t} ({c}) FROM STDIN WITH (FORMAT BINARY)").format(
             t=table, c=sql.SQL(", ").join(map(sql.Identifier, columns)))) as copy:
         copy.set_types(types)
@@ -218,8 +220,13 @@ def _copy(conn, table: sql.Identifier, columns: list[str], types: list[str], row
             copy.write_row(row)
 
 
-def _publish(conn, table: str, f: str, sha: str, key: str, count: int, documents: int) -> None:
-    """Swap file ``f``'s live chunks for its staged version, in the caller's transaction."""
+def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, documents: int) -> None:
+    """Swap file ``f``'s live chunks for its staged version (``sha``, chunking ``key``), in the
+    caller's transaction, and record the version in ``T_files``.
+
+    Raises:
+        RuntimeError: the staged chunks are not ``count`` (nothing is then published).
+    """
     n = schema.names(table)
     cols = sql.SQL(", ").join(map(sql.Identifier, CHUNK_COLUMNS))
     conn.execute(sql.SQL("DELETE FROM {t} WHERE source_file = %s").format(t=n["chunks"]), [f])
@@ -265,7 +272,7 @@ def _refresh_vocabulary(db, table: str, embedder) -> None:
 
     def write(conn):
         conn.execute(sql.SQL("DELETE FROM {t}").format(t=n["terms"]))
-        _copy(conn, n["terms"], ["position", "term", "kind", "embedding"], ["int4", "text", "text", "vector"],
+        copy_rows(conn, n["terms"], ["position", "term", "kind", "embedding"], ["int4", "text", "text", "vector"],
               [[i, t, k, v] for i, (t, k, v) in enumerate(zip(vocabulary.terms, vocabulary.kinds, vocabulary.vectors))])
         schema.update_meta(conn, table, {"vocabulary": {"stamp": stamp, "count": len(vocabulary)}})
 
