@@ -13,8 +13,9 @@ are the ones stored in the faiss index (same model, same texts), so nothing is e
 Then the first ``--questions`` PopQA dev questions (``load_questions(split="dev")``) are
 searched top-``k`` in both, at each ``hnsw.ef_search``.
 
-Figures per ef_search: recall@k of chunk ids and of document ids (|pgvector ∩ faiss| / k,
-mean over questions), and the share of questions whose top-k chunk ids are identical in order.
+Figures per ef_search: recall@k of chunk ids (|pgvector ∩ faiss| / k) and of document ids
+(the share of the distinct documents of faiss's top k that pgvector's top k also holds), each a
+mean over questions, and the share of questions whose top-k chunk ids are identical in order.
 Output: a Markdown table, and ``<out>/<YYYY-MM-DD>-<HHMMSS>.json``.
 """
 
@@ -53,9 +54,10 @@ class StoredVectors:
             np.zeros((0, self.dimensions), np.float32)
 
 
-def overlap(found: list[list[str]], truth: list[list[str]], k: int) -> float:
-    """Mean over questions of |found ∩ truth| / k."""
-    return float(np.mean([len(set(f) & set(t)) / k for f, t in zip(found, truth)]))
+def overlap(found: list[list[str]], truth: list[list[str]]) -> float:
+    """Mean over questions of |set(found) ∩ set(truth)| / |set(truth)| (for chunk ids, the
+    denominator is k; for document ids, the distinct documents of faiss's top k)."""
+    return float(np.mean([len(set(f) & set(t)) / len(set(t)) for f, t in zip(found, truth) if t]))
 
 
 def main(argv=None) -> int:
@@ -87,8 +89,8 @@ def main(argv=None) -> int:
             for ef in efs:
                 kb.ef_search = ef
                 found = [[p.id for p in kb.search_vector(v, args.k)] for v in vectors]
-                rows.append({"ef_search": ef, f"recall@{args.k}": round(overlap(found, truth, args.k), 4),
-                             f"doc recall@{args.k}": round(overlap(doc(found), doc(truth), args.k), 4),
+                rows.append({"ef_search": ef, f"recall@{args.k}": round(overlap(found, truth), 4),
+                             f"doc recall@{args.k}": round(overlap(doc(found), doc(truth)), 4),
                              "identical top-k": round(float(np.mean([f == t for f, t in zip(found, truth)])), 4)})
     head = list(rows[0])
     table = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
