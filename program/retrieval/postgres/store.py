@@ -204,7 +204,8 @@ class PgVectorKnowledgeBase:
         vector = np.asarray(vector, dtype=np.float32).reshape(-1)
 
         def run(conn):
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(n=sql.Literal(max(self.ef_search, k))))
+            # HNSW returns at most ef_search rows; pgvector caps the setting at 1000
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(n=sql.Literal(min(1000, max(self.ef_search, k)))))
             if where:  # the HNSW index filters after its ef_search candidates and would miss rows
                 conn.execute("SET LOCAL enable_indexscan = off")
             return conn.execute(query, [vector, *params, vector, k]).fetchall()
