@@ -145,6 +145,9 @@ def test_embedding_model_mismatch_is_a_clear_error(tmp_path, pg_url, embedder):
     assert other.calls == []
     with pytest.raises(KnowledgeBaseError, match=r"built with \{'m': 16, 'ef_construction': 64\}, not \{'m': 32\}"):
         PgVectorKnowledgeBase.build(corpus, pg_url, embedder, hnsw={"m": 32})
+    spy = SpyEmbedder(embedder)  # ef_search is a query-time setting: it may change, nothing is embedded
+    with PgVectorKnowledgeBase.build(corpus, pg_url, spy, hnsw={"ef_search": 40}) as kb:
+        assert spy.calls == [] and kb.ef_search == 40 and kb.manifest["index"]["ef_search"] == 40
 
 
 def test_missing_table_and_bad_url(pg_server):
