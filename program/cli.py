@@ -19,7 +19,8 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing."""
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
     parser.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
-    parser.add_argument("--kb", help="corpus file or folder to answer from (default: the PopQA knowledge base)")
+    parser.add_argument("--kb", help="corpus file or folder to answer from, or a pgvector knowledge base "
+                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
     parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                         help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
                              "(default snapshot, offline)")
@@ -59,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     _program_options(serve)
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
     index.add_argument("path")
-    index.add_argument("--out", help="index folder (default: in the cache folder)")
+    index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
+    index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
+                                    "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
     return parser
 
 
@@ -103,12 +106,12 @@ def build_program(args, config, *, decide_retrieval: bool | None = None):
     from program import resources
     from program.compiled import COMPILED_DIR, has_compiled, load_compiled
     from program.crag import CRAG
-    from program.retrieval import CorpusError
+    from program.retrieval import CorpusError, KnowledgeBaseError
     from program.web.registry import build_backend
 
     try:
-        kb = resources.knowledge_base(args.kb)
-    except (CorpusError, FileNotFoundError) as exc:
+        kb = resources.knowledge_base(resources.kb_location(args.kb))
+    except (CorpusError, KnowledgeBaseError, FileNotFoundError, ValueError) as exc:
         raise SetupError(str(exc)) from None
     settings = {"k": args.k} if args.k else {}
     if decide_retrieval is None:
@@ -129,6 +132,7 @@ def _ask(args) -> int:
 
     from program.crag import QuestionError, validate_question
     from program.lm import configure_lm
+    from program.retrieval import KnowledgeBaseError
     from program.tracing import JsonlTrace, StepRecorder
 
     try:  # before loading anything heavy
@@ -146,8 +150,12 @@ def _ask(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
-    with dspy.context(callbacks=[recorder] if recorder else []):
-        result = program(question=args.question)
+    try:
+        with dspy.context(callbacks=[recorder] if recorder else []):
+            result = program(question=args.question)
+    except KnowledgeBaseError as exc:  # e.g. the database went away and stayed away
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if recorder:
         recorder.emit("result", result=result.to_dict())
     if args.json:
@@ -180,11 +188,24 @@ def _serve(args) -> int:
 
 def _index(args) -> int:
     from program import resources
-    from program.retrieval import CorpusError
+    from program.retrieval import CorpusError, KnowledgeBaseError
+    from program.retrieval.postgres.url import is_database_url
 
+    target = resources.kb_location(args.kb)
     try:
+        if is_database_url(target):
+            from program.retrieval.postgres import PgVectorKnowledgeBase
+
+            with PgVectorKnowledgeBase.build(args.path, target) as kb:
+                r = kb.last_ingest
+                print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
+                      f"updated, {r.unchanged} unchanged, {len(r.removed)} removed, {r.embedded} chunks embedded")
+            return 0
+        if args.kb:
+            print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
+            return 2
         kb = resources.knowledge_base(args.path, args.out)
-    except (CorpusError, FileNotFoundError) as exc:
+    except (CorpusError, FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or resources.index_dir_for(Path(args.path))

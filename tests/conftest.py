@@ -176,3 +176,21 @@ def service(served_fake_lm, tmp_path_factory):
     process.trace, process.docs, process.root = trace, docs, root
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector server on a temporary data directory, for the whole session."""
+    from tests.postgres import start
+
+    server = start(tmp_path_factory.mktemp("pgdata"))
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A knowledge-base URL on the session's server with a table of its own."""
+    from tests.postgres import kb_url
+
+    return kb_url(pg_server)
