@@ -2,8 +2,9 @@
 
 Usage::
 
-    python -m optimize.bench_retrieval [--sizes 10000,100000] [--types flat,hnsw] [--queries 200]
+    python -m optimize.bench_retrieval [--sizes 10000,100000] [--types flat,hnsw,pgvector] [--queries 200]
         [--k 10] [--embed-max 3000] [--seed 0] [--m 32] [--ef-construction 40] [--ef-search 64]
+        [--pg-m 16] [--pg-ef-construction 64] [--pg-ef-search 100] [--pg-url postgresql://...]
         [--threads N] [--out results/bench-retrieval]
 
 Corpus: ``N`` synthetic chunks recombined from the PopQA knowledge base
@@ -20,10 +21,18 @@ noise, renormalised). Pass ``--embed-max`` at least the largest size to embed ev
 Both are cached under ``.cache/bench-retrieval/`` (``.npy``), so flat and HNSW (and reruns)
 reuse them.
 
-Measured per size and index type (faiss, inner product):
+Index types: faiss ``flat`` and ``hnsw`` (inner product), and ``pgvector``: the PostgreSQL
+knowledge base (:mod:`program.retrieval.postgres`) with its HNSW index (cosine; ``--pg-m``,
+``--pg-ef-construction``, ``--pg-ef-search``), on the server of ``--pg-url`` or a throwaway
+``pgserver`` one. Its vectors are written through the program's ingestion path (batches of 256
+chunks copied into the staging table, then one transaction publishing them into the indexed
+table), and its queries go through the connection pool, so its latency includes a round
+trip to the server over a Unix socket or TCP.
+
+Measured per size and index type:
 
 * ``embed/s``: chunks embedded per second (on the real part); ``add/s``: vectors added to the
-  index per second (all N); ``build/s``: N / (N / embed rate + add seconds), the knowledge
+  index per second (all N; for pgvector: staged, published and indexed); ``build/s``: N / (N / embed rate + add seconds), the knowledge
   base build throughput (estimated from the embedding rate when not all N were embedded);
 * latency per query, one query at a time, median and 90th percentile in ms, with the query's
   embedding (``encode([q])`` + search) and without (search only), over ``--queries`` PopQA
@@ -37,6 +46,7 @@ the machine and one row per (size, type).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -49,6 +59,7 @@ import faiss
 import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
+from optimize.pg_local import database
 from program.retrieval.chunking import Chunk, chunk_document, split_sentences
 from program.retrieval.corpus import load_documents
 from program.retrieval.embedding import Embedder
@@ -168,10 +179,19 @@ def bench_size(n: int, types: list[str], spec: IndexSpec, embedder: Embedder, qu
     truth = None
     rows = []
     for kind in types:
-        t0 = time.perf_counter()
-        index = build_index(IndexSpec(kind, spec.m, spec.ef_construction, spec.ef_search), vecs)
-        add_s = time.perf_counter() - t0
+        if kind == "pgvector":
+            from optimize.bench_pgvector import build_pgvector
+            from optimize.pg_local import with_table
+
+            index, add_s = build_pgvector(with_table(args.pg_base, f"bench_{n}_seed{args.seed}"),
+                                          synthetic_chunks(n, args.seed), vecs, embedder, args.pg_hnsw)
+        else:
+            t0 = time.perf_counter()
+            index = build_index(IndexSpec(kind, spec.m, spec.ef_construction, spec.ef_search), vecs)
+            add_s = time.perf_counter() - t0
         total, search, ids = time_queries(index, embedder, questions, args.k)
+        if kind == "pgvector":
+            index.close()
         if truth is None:
             truth = build_index(IndexSpec("flat"), vecs).search(embedder.encode(questions), args.k)[1]
         rows.append({"chunks": n, "index": kind, "embedded_chunks": len(real), "embed_seconds": round(embed_s, 2),
@@ -207,7 +227,7 @@ def machine() -> dict:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m optimize.bench_retrieval", description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (chunks)")
-    p.add_argument("--types", default="flat,hnsw", help="comma-separated index types: flat, hnsw")
+    p.add_argument("--types", default="flat,hnsw,pgvector", help="comma-separated index types: flat, hnsw, pgvector")
     p.add_argument("--queries", type=int, default=200, help="PopQA questions timed per (size, type)")
     p.add_argument("--k", type=int, default=10, help="results per query (and the k of recall@k)")
     p.add_argument("--embed-max", type=int, default=3000, help="chunks embedded for real; the rest synthesised")
@@ -215,12 +235,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--m", type=int, default=32, help="HNSW neighbours per node")
     p.add_argument("--ef-construction", type=int, default=40)
     p.add_argument("--ef-search", type=int, default=64)
+    p.add_argument("--pg-m", type=int, default=16, help="pgvector HNSW m")
+    p.add_argument("--pg-ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
+    p.add_argument("--pg-ef-search", type=int, default=100, help="pgvector hnsw.ef_search")
+    p.add_argument("--pg-url", default=None,
+                   help="libpq URL of a PostgreSQL with pgvector, tables bench_<N>_seed<S> must not exist "
+                        "(default: a throwaway pgserver)")
     p.add_argument("--threads", type=int, default=None, help="torch threads of the embedder (default: its own)")
     p.add_argument("--out", default="results/bench-retrieval", help="folder of the JSON result")
     args = p.parse_args(argv)
     try:
         args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-        args.types = [IndexSpec(t.strip()).type for t in args.types.split(",") if t.strip()]
+        args.types = [t.strip() if t.strip() == "pgvector" else IndexSpec(t.strip()).type
+                      for t in args.types.split(",") if t.strip()]
+        args.pg_hnsw = {"m": args.pg_m, "ef_construction": args.pg_ef_construction, "ef_search": args.pg_ef_search}
         args.spec = IndexSpec("hnsw", args.m, args.ef_construction, args.ef_search)
     except ValueError as exc:
         p.error(str(exc))
@@ -235,15 +263,17 @@ def main(argv=None) -> int:
     questions = [q["question"] for q in load_questions(limit=args.queries, seed=args.seed, split=None)]
     started = datetime.now()
     rows = []
-    for n in args.sizes:
-        rows += bench_size(n, args.types, args.spec, embedder, questions, args)
+    with (database(args.pg_url) if "pgvector" in args.types else contextlib.nullcontext()) as args.pg_base:
+        for n in args.sizes:
+            rows += bench_size(n, args.types, args.spec, embedder, questions, args)
     table = markdown(rows, args.k)
     print(table)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{started:%Y-%m-%d-%H%M%S}.json"
-    settings = {k: v for k, v in vars(args).items() if k != "spec"}
-    path.write_text(json.dumps({"settings": settings, "hnsw": args.spec.to_manifest(), "machine": machine(),
+    settings = {k: v for k, v in vars(args).items() if k not in ("spec", "pg_base")}
+    path.write_text(json.dumps({"settings": settings, "hnsw": args.spec.to_manifest(), "pgvector": args.pg_hnsw,
+                                "machine": machine(),
                                 "embedder_threads": embedder.threads, "started": started.isoformat(timespec="seconds"),
                                 "rows": rows, "table": table}, indent=2))
     print(f"wrote {path}")

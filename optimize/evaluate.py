@@ -4,7 +4,8 @@ Usage::
 
     python -m optimize.evaluate --set popqa [--split dev] --limit 50 --modes closed,rag,crag,self-crag \\
         [--model embedded-1.5b] [--seed 0] [--out DIR | --name NAME] [--resume] [--threads N] \\
-        [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval]
+        [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval] \
+        [--kb postgresql://user@host:5432/db?table=popqa]
     python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag,langgraph
 
 ``--split`` picks the split of either set, ``dev`` by default: the PopQA questions come from
@@ -93,6 +94,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
     p.add_argument("--web", default="snapshot",
                    help="web backend of crag, self-crag and langgraph: snapshot (default, offline), none, ...")
+    p.add_argument("--kb", default=None,
+                   help="knowledge base to answer from instead of the set's own: a corpus folder or a pgvector "
+                        "postgresql://user@host:port/db?table=NAME; env CRAG_KB")
     p.add_argument("--decide-retrieval", action="store_true",
                    help="crag and self-crag first decide whether a question needs retrieval at all")
     args = p.parse_args(argv)
@@ -187,7 +191,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from program.factory import build_program
     from program.lm import configure_lm
+    from program.resources import kb_location
+    from program.resources import knowledge_base as open_kb
+    from program.retrieval import CorpusError, KnowledgeBaseError
 
+    knowledge_base = None  # the default: the PopQA knowledge base
+    try:  # before loading the model: a wrong --kb fails fast, in one line
+        if kb_location(args.kb):
+            knowledge_base = open_kb(kb_location(args.kb))
+        elif args.set_name == "adversarial":  # asked of their own help-centre knowledge base
+            from eval_sets.adversarial import KB_DIR
+
+            knowledge_base = open_kb(KB_DIR)
+    except (CorpusError, KnowledgeBaseError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     lm = configure_lm(args.model)
     if args.no_cache:
         import dspy
@@ -205,12 +223,6 @@ def main(argv: list[str] | None = None) -> int:
         old_term = None
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
     with_expected = args.set_name == "adversarial"
-    knowledge_base = None  # the default: the PopQA knowledge base
-    if with_expected:  # the adversarial queries are asked of their own help-centre knowledge base
-        from eval_sets.adversarial import KB_DIR
-        from program.resources import knowledge_base as build_kb
-
-        knowledge_base = build_kb(KB_DIR)
     done = done_pairs(csv_path) if args.resume else set()
     asked: set[tuple[str, str]] = set()
     build_errors: dict[str, str] = {}

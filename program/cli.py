@@ -1,4 +1,4 @@
-"""Command line: ``python -m program ask "question"`` and ``python -m program index PATH``."""
+"""Command line: ``python -m program ask "question"``, ``python -m program serve`` and ``python -m program index PATH``."""
 
 from __future__ import annotations
 
@@ -11,73 +11,153 @@ from pathlib import Path
 from program.web.config import BACKEND_NAMES
 
 
+class SetupError(Exception):
+    """A flag, file or backend the program cannot start with; the message is one line for the user."""
+
+
+def _program_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing."""
+    parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
+    parser.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
+    parser.add_argument("--kb", help="corpus file or folder to answer from, or a pgvector knowledge base "
+                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
+    parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
+                        help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
+                             "(default snapshot, offline)")
+    parser.add_argument("--searx-url", help="SearXNG base URL for --web searxng; env SEARXNG_URL")
+    parser.add_argument("--web-allow", help="comma-separated domains the web path may use (and their subdomains), "
+                                            "e.g. wikipedia.org; env CRAG_WEB_ALLOW")
+    parser.add_argument("--web-block", help="comma-separated domains the web path never uses; env CRAG_WEB_BLOCK")
+    parser.add_argument("--allow-private-urls", action="store_true",
+                        help="let the web path fetch loopback and private-network addresses (tests, self-hosted)")
+    parser.add_argument("--compiled", default=None,
+                        help="compiled program folder (default: compiled/ when present); 'none': the uncompiled signatures")
+    parser.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
+    parser.add_argument("--decide-retrieval", action="store_true",
+                        help="first ask whether the question needs sources at all; greetings, arithmetic and "
+                             "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
+    parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
+    parser.add_argument("--trace-jsonl", metavar="PATH", help="append one JSON line per step to PATH")
+    parser.add_argument("--trace-export", choices=("mlflow",), help="also send DSPy's traces to MLflow (pip install mlflow)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m program", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser("ask", help="answer one question with CRAG")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    ask.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
-    ask.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
-    ask.add_argument("--kb", help="corpus file or folder to answer from (default: the PopQA knowledge base)")
-    ask.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
-                     help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
-                          "(default snapshot, offline)")
-    ask.add_argument("--searx-url", help="SearXNG base URL for --web searxng; env SEARXNG_URL")
-    ask.add_argument("--web-allow", help="comma-separated domains the web path may use (and their subdomains), "
-                                         "e.g. wikipedia.org; env CRAG_WEB_ALLOW")
-    ask.add_argument("--web-block", help="comma-separated domains the web path never uses; env CRAG_WEB_BLOCK")
-    ask.add_argument("--allow-private-urls", action="store_true",
-                     help="let the web path fetch loopback and private-network addresses (tests, self-hosted)")
-    ask.add_argument("--compiled", default=None, help="compiled program folder (default: compiled/ when present)")
-    ask.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
-    ask.add_argument("--decide-retrieval", action="store_true",
-                     help="first ask whether the question needs sources at all; greetings, arithmetic and "
-                          "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
+    _program_options(ask)
+    serve = sub.add_parser("serve", help="answer over HTTP: POST /ask, POST /ask/stream, GET / (the page), /docs")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--concurrency", type=int, default=None,
+                       help="questions answered at once (default: 1 with the embedded model, 8 with a served one); "
+                            "the others wait in the queue")
+    serve.add_argument("--max-queue", type=int, default=64, help="questions waiting at most; more get 503 (default 64)")
+    serve.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds a question may take, waiting included; then 504 (default 300)")
+    _program_options(serve)
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
     index.add_argument("path")
-    index.add_argument("--out", help="index folder (default: in the cache folder)")
+    index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
+    index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
+                                    "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
     return parser
 
 
-def _web_backend(args):
-    """The web backend the flags and environment ask for (flags win); raises WebSearchError or ValueError."""
+def web_config(args):
+    """The ``WebConfig`` the flags and environment ask for (flags win); raises ValueError for a bad value."""
     from program.web.config import WebConfig
+
+    return WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
+                              blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
+
+
+def check_setup(args):
+    """Check what needs no model (the web backend, the compiled folder, the exporter) before loading
+    anything heavy; return the ``WebConfig``. Raises ``SetupError``."""
+    from program.compiled import has_compiled
+    from program.web.base import WebSearchError
     from program.web.registry import build_backend
 
-    config = WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
-                                blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
-    return build_backend(config)
+    try:
+        config = web_config(args)
+        build_backend(config)
+        if args.trace_export:
+            from program.tracing import enable_exporter
+
+            enable_exporter(args.trace_export)
+    except (WebSearchError, ValueError) as exc:
+        raise SetupError(str(exc)) from None
+    if args.compiled and args.compiled != "none" and not has_compiled(args.compiled):
+        raise SetupError(f"no compiled program in {args.compiled}")
+    if args.k is not None and not 1 <= args.k <= 50:
+        raise SetupError(f"-k must be between 1 and 50, got {args.k}")
+    return config
+
+
+def build_program(args, config, *, decide_retrieval: bool | None = None):
+    """Load the knowledge base and the (compiled) CRAG program the flags ask for.
+
+    ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
+    Raises ``SetupError`` for an unreadable corpus.
+    """
+    from program import resources
+    from program.compiled import COMPILED_DIR, has_compiled, load_compiled
+    from program.crag import CRAG
+    from program.retrieval import CorpusError, KnowledgeBaseError
+    from program.web.registry import build_backend
+
+    try:
+        kb = resources.knowledge_base(resources.kb_location(args.kb))
+    except (CorpusError, KnowledgeBaseError, FileNotFoundError, ValueError) as exc:
+        raise SetupError(str(exc)) from None
+    settings = {"k": args.k} if args.k else {}
+    if decide_retrieval is None:
+        decide_retrieval = args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes")
+    if decide_retrieval:
+        settings["decide_retrieval"] = True
+    web = build_backend(config)
+    compiled = Path(args.compiled) if args.compiled and args.compiled != "none" else COMPILED_DIR
+    if args.compiled != "none" and has_compiled(compiled):
+        return load_compiled(compiled, knowledge_base=kb, web=web, **settings)
+    if args.compiled != "none":
+        print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
+    return CRAG(kb, web=web, embedder=resources.embedder(), **settings)
 
 
 def _ask(args) -> int:
-    from program import resources
-    from program.compiled import COMPILED_DIR, has_compiled, load_compiled
-    from program.crag import CRAG, QuestionError, validate_question
+    import dspy
+
+    from program.crag import QuestionError, validate_question
     from program.lm import configure_lm
-    from program.web.base import WebSearchError
+    from program.retrieval import KnowledgeBaseError
+    from program.tracing import JsonlTrace, StepRecorder
 
     try:  # before loading anything heavy
         validate_question(args.question)
-        web = _web_backend(args)
-    except (QuestionError, WebSearchError, ValueError) as exc:
+        config = check_setup(args)
+    except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    configure_lm(args.model, args.api_base)
-    kb = resources.knowledge_base(args.kb)
-    settings = {"k": args.k} if args.k else {}
-    if args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes"):
-        settings["decide_retrieval"] = True
-    compiled = Path(args.compiled) if args.compiled else COMPILED_DIR
-    if has_compiled(compiled):
-        program = load_compiled(compiled, knowledge_base=kb, web=web, **settings)
-    else:
-        if args.compiled:
-            print(f"error: no compiled program in {compiled}", file=sys.stderr)
-            return 2
-        print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
-        program = CRAG(kb, web=web, embedder=resources.embedder(), **settings)
-    result = program(question=args.question)
+    lm = configure_lm(args.model, args.api_base)
+    if args.no_cache:
+        lm.cache = False
+    try:
+        program = build_program(args, config)
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
+    try:
+        with dspy.context(callbacks=[recorder] if recorder else []):
+            result = program(question=args.question)
+    except KnowledgeBaseError as exc:  # e.g. the database went away and stayed away
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if recorder:
+        recorder.emit("result", result=result.to_dict())
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
@@ -96,13 +176,36 @@ def _ask(args) -> int:
     return 0
 
 
-def _index(args) -> int:
-    from program import resources
-    from program.retrieval import CorpusError
+def _serve(args) -> int:
+    from program.service.run import serve
 
     try:
+        return serve(args)
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _index(args) -> int:
+    from program import resources
+    from program.retrieval import CorpusError, KnowledgeBaseError
+    from program.retrieval.postgres.url import is_database_url
+
+    target = resources.kb_location(args.kb)
+    try:
+        if is_database_url(target):
+            from program.retrieval.postgres import PgVectorKnowledgeBase
+
+            with PgVectorKnowledgeBase.build(args.path, target) as kb:
+                r = kb.last_ingest
+                print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
+                      f"updated, {r.unchanged} unchanged, {len(r.removed)} removed, {r.embedded} chunks embedded")
+            return 0
+        if args.kb:
+            print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
+            return 2
         kb = resources.knowledge_base(args.path, args.out)
-    except (CorpusError, FileNotFoundError) as exc:
+    except (CorpusError, FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or resources.index_dir_for(Path(args.path))
@@ -112,4 +215,4 @@ def _index(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return _ask(args) if args.command == "ask" else _index(args)
+    return {"ask": _ask, "serve": _serve, "index": _index}[args.command](args)

@@ -8,12 +8,35 @@ stops changing.) Cached calls are counted as calls with the usage the cache stor
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import dspy
 
 from program.types import StepCost, Trace
+
+
+_STOP: ContextVar[threading.Event | None] = ContextVar("crag_stop", default=None)
+
+
+class QuestionCancelled(Exception):
+    """The question's work was stopped between two steps (its client went away, or it timed out)."""
+
+
+@contextmanager
+def cancellable(stop: threading.Event):
+    """Run the block so that every ``step`` started inside it first checks ``stop``.
+
+    Once ``stop`` is set (from any thread), the next step raises ``QuestionCancelled`` instead
+    of starting: a step already running (one LM call, one page fetch) finishes first.
+    """
+    token = _STOP.set(stop)
+    try:
+        yield stop
+    finally:
+        _STOP.reset(token)
 
 
 def _history() -> list:
@@ -37,7 +60,13 @@ def step(trace: Trace, name: str):
 
     Usage: ``with step(trace, "evaluate") as cost: ...``; ``cost.notes`` may be set inside.
     The step is appended to ``trace.steps`` even when the block raises.
+
+    Raises:
+        QuestionCancelled: inside ``cancellable(stop)`` once ``stop`` is set; the step does not run.
     """
+    stop = _STOP.get()
+    if stop is not None and stop.is_set():
+        raise QuestionCancelled(f"stopped before the {name!r} step")
     history = _history()
     marker = history[-1] if history else None
     cost = StepCost(step=name)

@@ -14,6 +14,8 @@ answerable or not.)
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import dspy
 import numpy as np
@@ -24,6 +26,29 @@ from program.types import Passage, Strip
 from signatures import StripRelevance
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass
+class RefineReport:
+    """What one refinement did, for the trace and the page.
+
+    Attributes:
+        graded: every strip the refinement made (kept or not), each with its relevance in
+            [0, 1], or -1.0 when the pre-filter left it ungraded.
+        kept: the strips kept, best first (what ``forward`` returned).
+        threshold: the keep threshold in force.
+        note: one line for the step's notes.
+    """
+
+    graded: list[Strip] = field(default_factory=list)
+    kept: list[Strip] = field(default_factory=list)
+    threshold: float = 0.0
+    note: str = ""
+
+
+# The last refinement's report, per thread and per asyncio task: one loaded program answers
+# many questions at once, so this cannot live on the (shared) module.
+_LAST_REPORT: ContextVar[RefineReport] = ContextVar("refine_report", default=RefineReport())
 
 
 def score_span(span: str, strip: str) -> float:
@@ -105,7 +130,16 @@ class KnowledgeRefiner(dspy.Module):
         self.max_strips = max_strips
         self.keep_threshold = keep_threshold
         self.strip_words = strip_words
-        self.last_note = ""
+
+    @property
+    def last_report(self) -> RefineReport:
+        """The ``RefineReport`` of the last ``forward`` in this thread (or asyncio task)."""
+        return _LAST_REPORT.get()
+
+    @property
+    def last_note(self) -> str:
+        """One line on the last ``forward`` in this thread: strips scored, by whom, kept, threshold."""
+        return _LAST_REPORT.get().note
 
     def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> list[Strip]:
         strips = [s for p in passages for s in decompose(p, self.strip_words)]
@@ -129,8 +163,9 @@ class KnowledgeRefiner(dspy.Module):
         if not kept and relevant_ids and trained:
             kept = [s for s in ranked if s.source_id in set(relevant_ids)][: self.fallback_strips]
             rescued = f"; none above {threshold}, kept the best {len(kept)} of the relevant passage(s)"
-        self.last_note = (f"scored {len(graded)} of {len(strips)} strips ({len(ask)} by the LM), kept {len(kept)} "
-                          f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else ""))
+        note = (f"scored {len(graded)} of {len(strips)} strips ({len(ask)} by the LM), kept {len(kept)} "
+                f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else ""))
+        _LAST_REPORT.set(RefineReport(graded=strips, kept=kept, threshold=threshold, note=note))
         return kept
 
     def _grade_lm(self, question: str, strip: Strip) -> bool:

@@ -6,6 +6,7 @@ and reused while the source files are unchanged.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from program.model_files import cache_root
@@ -24,14 +25,30 @@ def index_dir_for(source: Path) -> Path:
     return cache_root() / "indexes" / f"{Path(source).stem}-{digest}"
 
 
-def knowledge_base(source: str | Path | None = None, index_dir: str | Path | None = None):
-    """Build or reuse the knowledge base over ``source`` (default: the PopQA knowledge base).
+def kb_location(flag: str | None) -> str | None:
+    """Where the command line's knowledge base is: the ``--kb`` flag, else ``$CRAG_KB``, else None
+    (the default PopQA knowledge base)."""
+    return flag or os.environ.get("CRAG_KB") or None
 
-    Returns a ``program.retrieval.KnowledgeBase``. Raises ``program.retrieval.CorpusError``
-    for an unreadable or empty corpus.
+
+def knowledge_base(source: str | Path | None = None, index_dir: str | Path | None = None):
+    """The knowledge base at ``source``: a ``postgresql://...?table=NAME`` URL opens that pgvector
+    knowledge base (already indexed); a corpus file or folder builds or reuses its faiss index
+    (default: the PopQA knowledge base).
+
+    Returns a ``program.retrieval.KnowledgeBase`` or ``program.retrieval.postgres.PgVectorKnowledgeBase``.
+
+    Raises:
+        program.retrieval.CorpusError: an unreadable or empty corpus.
+        program.retrieval.KnowledgeBaseError: a database knowledge base that is missing, was built
+            with another embedding model, or cannot be reached (one-line messages).
+        ValueError: a malformed database URL.
     """
     from program.retrieval import KnowledgeBase
+    from program.retrieval.postgres.url import is_database_url
 
+    if is_database_url(source):
+        return KnowledgeBase.connect(source)
     source = Path(source) if source else DEFAULT_KB_SOURCE
     return KnowledgeBase.build(source, Path(index_dir) if index_dir else index_dir_for(source))
 

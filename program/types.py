@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from pydantic import computed_field
+
 
 class Action(str, Enum):
     """The retrieval evaluator's three actions (CRAG, Yan et al. 2024, §4.3)."""
@@ -136,21 +138,26 @@ class Trace:
     rewritten_query: str = ""
     web: list[dict] = field(default_factory=list)
 
+    # computed fields: pydantic (the service's response model) serialises them, as ``to_dict`` does
+    @computed_field
     @property
     def lm_calls(self) -> int:
         return sum(s.lm_calls for s in self.steps)
 
+    @computed_field
     @property
     def prompt_tokens(self) -> int:
         return sum(s.prompt_tokens for s in self.steps)
 
+    @computed_field
     @property
     def completion_tokens(self) -> int:
         return sum(s.completion_tokens for s in self.steps)
 
+    @computed_field
     @property
     def seconds(self) -> float:
-        return sum(s.seconds for s in self.steps)
+        return round(sum(s.seconds for s in self.steps), 3)
 
     def note(self, event: str) -> None:
         self.events.append(event)
@@ -210,6 +217,8 @@ class CRAGResult:
     mode: str = "self-crag"
 
     def to_dict(self) -> dict:
+        """The result as plain data (the JSON of ``ask --json`` and of the service's ``POST /ask``):
+        every field, the action's value, and the trace's totals (LM calls, tokens, seconds)."""
         d = asdict(self)
         d["action"] = self.action.value if self.action else None
         d["trace"]["lm_calls"] = self.trace.lm_calls

@@ -149,3 +149,48 @@ def web_config(web_server, tmp_path):
                      tavily_api_key=KEY, serper_api_key=KEY, brave_api_key=KEY,
                      connect_timeout=0.5, read_timeout=0.5, retries=1, backoff=0.01,
                      private_networks=("127.0.0.1/32",), cache_ttl=0, cache_dir=str(tmp_path / "pages"))
+
+
+@pytest.fixture(scope="session")
+def served_fake_lm():
+    """The fake LM behind an OpenAI-compatible loopback server (tests/served_fake_lm.py)."""
+    from tests.served_fake_lm import start
+
+    server = start(delay=0.01)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def service(served_fake_lm, tmp_path_factory):
+    """``python -m program serve`` as a real process: the served fake LM, a two-document knowledge
+    base, the uncompiled signatures, no web, a step trace file; ``service.trace`` is its path."""
+    from tests.service_process import ServiceProcess, program_env, write_docs
+
+    root = tmp_path_factory.mktemp("service")
+    docs = write_docs(root / "docs")
+    trace = root / "trace.jsonl"
+    process = ServiceProcess(["--model", "openai/fake", "--api-base", served_fake_lm.base, "--kb", str(docs),
+                              "--compiled", "none", "--web", "none", "--trace-jsonl", str(trace)],
+                             program_env(root / "cache"), root / "serve.log")
+    process.trace, process.docs, process.root = trace, docs, root
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector server on a temporary data directory, for the whole session."""
+    from tests.postgres import start
+
+    server = start(tmp_path_factory.mktemp("pgdata"))
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A knowledge-base URL on the session's server with a table of its own."""
+    from tests.postgres import kb_url
+
+    return kb_url(pg_server)

@@ -24,15 +24,7 @@ class _RuleEngine:
 
     def complete(self, request):
         system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or ())
-        user = request.messages[-1].text or ""
-        signature, rule = self.owner.match(system)
-        inputs = {k: v.strip() for k, v in _FIELD.findall(user)}
-        self.owner.calls[signature.__name__] += 1
-        outputs = rule(inputs)
-        text = "".join(
-            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v}\n\n" for k, v in outputs.items()
-        ) + "[[ ## completed ## ]]"
-        n_in, n_out = len((system + user).split()), len(text.split())
+        text, n_in, n_out = self.owner.reply(system, request.messages[-1].text or "")
         return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
                         usage=Usage(input_tokens=n_in, output_tokens=n_out))
 
@@ -52,6 +44,17 @@ class FakeLM(dspy.LM):
         self.rules = rules
         self.calls: Counter = Counter()
         super().__init__("fake/rules", engine=_RuleEngine(self), cache=False, num_retries=0)
+
+    def reply(self, system: str, user: str) -> tuple[str, int, int]:
+        """The completion for a prompt in DSPy's chat format: ``(text, prompt words, completion words)``."""
+        signature, rule = self.match(system)
+        inputs = {k: v.strip() for k, v in _FIELD.findall(user)}
+        self.calls[signature.__name__] += 1
+        outputs = rule(inputs)
+        text = "".join(
+            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v}\n\n" for k, v in outputs.items()
+        ) + "[[ ## completed ## ]]"
+        return text, len((system + user).split()), len(text.split())
 
     def match(self, system: str):
         for signature, rule in self.rules.items():

@@ -54,3 +54,35 @@ def test_ask_decide_retrieval_answers_a_greeting_without_sources(tmp_path, capsy
     monkeypatch.setenv("CRAG_DECIDE_RETRIEVAL", "1")
     assert main(["ask", "Hi there!", "--compiled", str(tmp_path), "--web", "none", "--json"]) == 0
     assert '"retrieval_skipped": true' in capsys.readouterr().out and kb.queries == []
+
+
+def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake_lm):
+    import json
+
+    from tests.conftest import FOUNDING, ListKnowledgeBase
+
+    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
+    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    trace = tmp_path / "trace" / "steps.jsonl"
+    assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none",
+                 "--trace-jsonl", str(trace)]) == 0
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["question", "retrieved", "graded", "action", "strips", "answer", "claims",
+                                            "result"]
+    assert events[-1]["result"]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    assert all(e["time"].endswith("+00:00") for e in events) and events[-1]["lm_calls"] == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--web", "tavily"], "error: tavily: TAVILY_API_KEY is not set"),
+    (["--compiled", "no/such/folder"], "error: no compiled program in no/such/folder"),
+    (["-k", "0"], "error: -k must be between 1 and 50, got 0"),
+    (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
+])
+def test_serve_refuses_bad_flags_in_one_line_before_loading_a_model(args, message, capsys, monkeypatch):
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and len(err.strip().splitlines()) == 1

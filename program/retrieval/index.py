@@ -69,7 +69,8 @@ def embed_text(chunk: Chunk) -> str:
     return "\n".join([p for p in parts if p] + [chunk.text])
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, 64 hex digits: what the manifest records per corpus file."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -79,7 +80,7 @@ def _sha256(path: Path) -> str:
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
     files, _ = list_source_files(source_path)
-    return {(f.name if source_path.is_file() else f.relative_to(source_path).as_posix()): _sha256(f)
+    return {(f.name if source_path.is_file() else f.relative_to(source_path).as_posix()): file_sha256(f)
             for f in files}
 
 
@@ -189,6 +190,15 @@ class KnowledgeBase:
                       else load_vocabulary(self.index_dir, _vocabulary_stamp(self.manifest)))
         _write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary)
         return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary)
+
+    @classmethod
+    def connect(cls, location: str | Path, embedder: Embedder | None = None):
+        """Open a knowledge base by location: a ``postgresql://user@host:port/db?table=name``
+        URL gives a :class:`~program.retrieval.postgres.PgVectorKnowledgeBase`, a folder the
+        saved faiss index in it (:meth:`load`). See :func:`program.retrieval.protocol.open_knowledge_base`."""
+        from program.retrieval.protocol import open_knowledge_base
+
+        return open_knowledge_base(str(location), embedder)
 
     @classmethod
     def load(cls, index_dir: str | Path, embedder: Embedder | None = None) -> "KnowledgeBase":

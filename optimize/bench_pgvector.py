@@ -1,0 +1,65 @@
+"""The pgvector knowledge base as a benchmark index: built through the program's ingestion
+path from given vectors, searched like a faiss index (``search(vectors, k) -> (scores, ids)``)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from program.retrieval.chunking import Chunk
+from program.retrieval.postgres import PgVectorKnowledgeBase, schema
+from program.retrieval.postgres.connection import Database
+from program.retrieval.postgres.ingest import CHUNK_COLUMNS, COPY_TYPES, chunking_key, copy_rows, publish_file
+from program.retrieval.postgres.url import DatabaseURL
+
+SOURCE_FILE = "synthetic.jsonl"
+
+
+class PgVectorIndex:
+    """A filled pgvector knowledge base answering ``search`` with faiss's shapes: row ids are
+    the ``j`` of chunk ids ``syn-<j>#0``."""
+
+    def __init__(self, kb: PgVectorKnowledgeBase):
+        self.kb = kb
+
+    def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` per row of ``vectors`` (shape ``(q, d)``): scores and ids, each ``(q, k)``."""
+        scores, ids = np.full((len(vectors), k), -1.0, np.float32), np.full((len(vectors), k), -1, np.int64)
+        for i, v in enumerate(vectors):
+            for j, p in enumerate(self.kb.search_vector(v, k)):
+                scores[i, j], ids[i, j] = p.score, int(p.id[4:].split("#")[0])
+        return scores, ids
+
+    def close(self) -> None:
+        self.kb.close()
+
+
+def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder, hnsw: dict,
+                   batch_size: int = 256) -> tuple[PgVectorIndex, float]:
+    """A new knowledge base at ``url`` (its table must not exist) holding ``chunks`` with
+    ``vectors`` (shape ``(len(chunks), d)``) as one corpus file: staged in batches of
+    ``batch_size``, then published in one transaction into the HNSW-indexed table.
+
+    Returns:
+        The index and the seconds the writes took (tables created beforehand, not counted).
+    """
+    db = Database(DatabaseURL.parse(url), max_size=2)
+    table, key, sha = db.url.table, chunking_key({"bench": True}), "synthetic"
+    meta = {"format_version": schema.FORMAT_VERSION, "backend": "pgvector",
+            "embedding": {"model": embedder.name, "dimensions": embedder.dimensions}, "chunking": {"bench": True},
+            "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **hnsw},
+            "source_path": "synthetic", "created": "", "generation": 0}
+    db.run(lambda c: schema.create(c, table, vectors.shape[1], hnsw, meta), what="create tables")
+    db.renew()
+    names = schema.names(table)
+    t0 = time.perf_counter()
+    for start in range(0, len(chunks), batch_size):
+        rows = [[sha, key, SOURCE_FILE, i, c.chunk_id, c.doc_id, c.text, c.title, c.url, c.heading, c.source_path,
+                 vectors[i]] for i, c in enumerate(chunks[start:start + batch_size], start)]
+        db.run(lambda conn: copy_rows(conn, names["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
+                                  ["text", "text"] + COPY_TYPES, rows), what="stage")
+    db.run(lambda c: publish_file(c, table, SOURCE_FILE, sha, key, len(chunks), len(chunks)), what="publish")
+    seconds = time.perf_counter() - t0
+    db.close()
+    return PgVectorIndex(PgVectorKnowledgeBase.connect(url, embedder)), seconds

@@ -1,0 +1,227 @@
+"""The knowledge base in PostgreSQL with pgvector: same chunks, embeddings and manifest rules
+as the faiss one, shared by several processes and updated while they search.
+
+Open one with ``KnowledgeBase.connect("postgresql://user@host:5432/db?table=docs")`` (or
+:meth:`PgVectorKnowledgeBase.connect`); fill it with :meth:`PgVectorKnowledgeBase.build`
+(``python -m program index PATH --kb URL``). Tables: :mod:`program.retrieval.postgres.schema`;
+ingestion: :mod:`program.retrieval.postgres.ingest`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from psycopg import sql
+
+from program.retrieval.embedding import get_embedder
+from program.retrieval.index import IndexNotFoundError, KnowledgeBaseError
+from program.retrieval.postgres import schema
+from program.retrieval.postgres.connection import Database
+from program.retrieval.postgres.url import DatabaseURL
+from program.types import Passage
+
+log = logging.getLogger(__name__)
+
+CHUNKING_DEFAULTS = {"target_tokens": 200, "max_tokens": 300, "overlap_tokens": 30}
+
+
+def check_meta(meta: dict, embedder, where) -> None:
+    """Raise :class:`KnowledgeBaseError` (one line) unless ``meta`` has this format version and
+    ``embedder``'s model name and dimensions."""
+    if meta.get("format_version") != schema.FORMAT_VERSION:
+        raise KnowledgeBaseError(f"knowledge base at {where} has format version {meta.get('format_version')!r}, "
+                                 f"expected {schema.FORMAT_VERSION}")
+    built = meta.get("embedding") or {}
+    if (built.get("model"), built.get("dimensions")) != (embedder.name, embedder.dimensions):
+        raise KnowledgeBaseError(f"knowledge base at {where} was built with {built.get('model')!r} "
+                                 f"({built.get('dimensions')}d), not {embedder.name!r} ({embedder.dimensions}d); "
+                                 f"use that model or index into another table")
+
+
+class PgVectorKnowledgeBase:
+    """Semantic search over chunks stored in PostgreSQL (cosine distance, HNSW index).
+
+    Same contract as :class:`program.retrieval.KnowledgeBase` (the faiss one): ``search``,
+    ``search_batch``, ``len()``, ``manifest``, ``candidate_terms``. Build with :meth:`build`,
+    open with :meth:`connect`; close with :meth:`close` (or use it as a context manager).
+
+    Attributes:
+        url: the parsed :class:`DatabaseURL` (``str()`` hides the password).
+        embedder: embeds queries; its model and dimensions match the table's.
+    """
+
+    def __init__(self, db: Database, embedder, ef_search: int):
+        self.url, self._db, self.embedder, self.ef_search = db.url, db, embedder, ef_search
+        self._names = schema.names(db.url.table)
+
+    # ------------------------------------------------------------------ open / build
+    @classmethod
+    def connect(cls, url: str, embedder=None, *, attempts: int = 3, pool_size: int = 4,
+                timeout: float = 10.0) -> "PgVectorKnowledgeBase":
+        """Open the knowledge base at ``url`` (``postgresql://...?table=NAME``).
+
+        Args:
+            url: see :mod:`program.retrieval.postgres.url`.
+            embedder: for queries; default the shared all-MiniLM-L6-v2 (loaded on first search).
+            attempts: tries per statement when the connection is lost (1 = no retry).
+            pool_size: at most this many connections to the server.
+            timeout: seconds to wait for a connection, per attempt.
+
+        Raises:
+            ValueError: a malformed URL or table name.
+            KnowledgeBaseUnavailable: the server cannot be reached in ``attempts`` tries.
+            IndexNotFoundError: the database has no such knowledge base.
+            KnowledgeBaseError: the table was built with another embedding model or dimension.
+        """
+        db = Database(DatabaseURL.parse(url), max_size=pool_size, attempts=attempts, connect_timeout=timeout)
+        try:
+            meta = db.run(lambda c: schema.read_meta(c, db.url.table) if schema.exists(c, db.url.table) else None,
+                          what="open")
+            if meta is None:
+                raise IndexNotFoundError(f"no knowledge base at {db.url}; build it with "
+                                         f"python -m program index PATH --kb '{db.url}'")
+            emb = embedder or get_embedder()
+            check_meta(meta, emb, db.url)
+        except BaseException:
+            db.close()
+            raise
+        return cls(db, emb, int(meta["index"]["ef_search"]))
+
+    @classmethod
+    def build(cls, source_path: str | Path, url: str, embedder=None, *, target_tokens: int = 200,
+              max_tokens: int = 300, overlap_tokens: int = 30, hnsw: dict | None = None, batch_size: int = 256,
+              with_vocabulary: bool = True) -> "PgVectorKnowledgeBase":
+        """Index the corpus at ``source_path`` into ``url``'s table and open it.
+
+        Only new and changed files are chunked and embedded, in batches of ``batch_size``
+        chunks per transaction; each file's new chunks replace its old ones in one transaction;
+        files gone from the corpus are removed (:mod:`program.retrieval.postgres.ingest`).
+        ``hnsw``: ``m``, ``ef_construction`` (fixed at creation), ``ef_search`` (any time);
+        defaults ``schema.HNSW_DEFAULTS``. The run's :class:`IngestReport` is in ``.last_ingest``.
+
+        Raises:
+            CorpusError: the corpus is missing, malformed or empty.
+            ValueError: invalid chunking parameters or URL.
+            KnowledgeBaseError: another embedding model, dimension or HNSW build parameters.
+            KnowledgeBaseUnavailable: the server cannot be reached.
+        """
+        from program.retrieval.postgres.ingest import index_corpus
+
+        if not 0 < target_tokens <= max_tokens or not 0 <= overlap_tokens < target_tokens:
+            raise ValueError(f"bad chunking: target {target_tokens}, max {max_tokens}, overlap {overlap_tokens}")
+        emb = embedder or get_embedder()
+        chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens, "overlap_tokens": overlap_tokens,
+                    "token_estimate": "ceil(whitespace_words*1.3)", "embed_text": "title+heading+text"}
+        db = Database(DatabaseURL.parse(url), max_size=2)
+        try:
+            report = index_corpus(db, db.url.table, Path(source_path).resolve(), emb, chunking, hnsw,
+                                  batch_size=batch_size, with_vocabulary=with_vocabulary)
+        finally:
+            db.close()
+        kb = cls.connect(url, emb)
+        kb.last_ingest = report
+        return kb
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ what CRAG asks
+    def __len__(self) -> int:
+        """Live chunks, counted now."""
+        return self._db.run(lambda c: c.execute(sql.SQL("SELECT count(*) FROM {t}").format(
+            t=self._names["chunks"])).fetchone()[0], what="count chunks")
+
+    def __repr__(self) -> str:
+        return f"PgVectorKnowledgeBase({str(self.url)!r})"
+
+    @property
+    def manifest(self) -> dict:
+        """The manifest as the faiss backend writes it, read now in one snapshot: format version,
+        backend, embedding, chunking, index (``type`` hnsw, ``metric`` cosine, ``opclass``,
+        ``m``, ``ef_construction``, ``ef_search``), ``files`` (relative path -> sha256),
+        ``documents``, ``chunk_count``, ``source_path``, ``created``, ``updated``, ``generation``."""
+        def read(conn):
+            meta = schema.read_meta(conn, self.url.table)
+            rows = conn.execute(sql.SQL("SELECT source_file, sha256, documents, chunks FROM {t} "
+                                        "ORDER BY source_file").format(t=self._names["files"])).fetchall()
+            return {**meta, "files": {r[0]: r[1] for r in rows}, "documents": sum(r[2] for r in rows),
+                    "chunk_count": sum(r[3] for r in rows)}
+        return self._db.run(read, what="read manifest")
+
+    def search(self, query: str, k: int = 3, *, source: str | list[str] | None = None,
+               document: str | list[str] | None = None) -> list[Passage]:
+        """Top-``k`` chunks for ``query`` by cosine similarity, best first.
+
+        Args:
+            query: the question or search text.
+            k: passages wanted.
+            source: keep only chunks of this corpus file (or files), as named in
+                ``manifest["files"]`` (path relative to the indexed folder).
+            document: keep only chunks of this document id (or ids).
+
+        Returns:
+            Passages as the faiss backend makes them: ``id`` = chunk id, ``source="kb"``,
+            ``score`` = cosine in [-1, 1], ``url`` = document URL or else its source file path.
+            ``[]`` for a blank query or k <= 0. Without filters the HNSW index answers
+            (approximate, ``ef_search`` candidates); with filters the search is exact over the
+            matching chunks.
+
+        Raises:
+            KnowledgeBaseUnavailable: the connection was lost on every attempt.
+        """
+        return self.search_batch([query], k, source=source, document=document)[0]
+
+    def search_batch(self, queries: list[str], k: int = 3, **filters) -> list[list[Passage]]:
+        """:meth:`search` for many queries with one embedding pass; one list per query."""
+        out: list[list[Passage]] = [[] for _ in queries]
+        live = [i for i, q in enumerate(queries) if q and q.strip()]
+        if not live or k <= 0:
+            return out
+        vectors = self.embedder.encode([queries[i] for i in live])
+        for i, vector in zip(live, vectors):
+            out[i] = self.search_vector(vector, k, **filters)
+        return out
+
+    def search_vector(self, vector: np.ndarray, k: int = 3, *, source=None, document=None) -> list[Passage]:
+        """:meth:`search` for an embedded query (shape ``(d,)``, L2-normalised float32)."""
+        where, params = [], []
+        for column, value in (("source_file", source), ("doc_id", document)):
+            if value is not None:
+                where.append(sql.SQL("{c} = ANY(%s)").format(c=sql.Identifier(column)))
+                params.append([value] if isinstance(value, str) else list(value))
+        query = sql.SQL("""SELECT chunk_id, text, title, url, source_path, 1 - (embedding <=> %s) FROM {t} {w}
+            ORDER BY embedding <=> %s LIMIT %s""").format(
+            t=self._names["chunks"], w=sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""))
+        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+
+        def run(conn):
+            # HNSW returns at most ef_search rows; pgvector caps the setting at 1000
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(n=sql.Literal(min(1000, max(self.ef_search, k)))))
+            if where:  # the HNSW index filters after its ef_search candidates and would miss rows
+                conn.execute("SET LOCAL enable_indexscan = off")
+            return conn.execute(query, [vector, *params, vector, k]).fetchall()
+
+        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]))
+                for r in self._db.run(run, what="search")]
+
+    def candidate_terms(self, question: str, n: int = 12) -> list[str]:
+        """The knowledge base's own terms nearest to ``question`` by cosine similarity (exact
+        search over ``T_terms``), for the query rewrite; see
+        :meth:`program.retrieval.KnowledgeBase.candidate_terms`. ``[]`` for a blank question,
+        ``n <= 0`` or a knowledge base indexed without its vocabulary."""
+        if not question or not question.strip() or n <= 0:
+            return []
+        vector = np.asarray(self.embedder.encode([question])[0], dtype=np.float32)
+        rows = self._db.run(lambda c: c.execute(sql.SQL(
+            "SELECT term FROM {t} ORDER BY embedding <=> %s, position LIMIT %s").format(t=self._names["terms"]),
+            [vector, n]).fetchall(), what="candidate terms")
+        return [r[0] for r in rows]

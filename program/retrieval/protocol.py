@@ -1,0 +1,58 @@
+"""What the CRAG program needs from a knowledge base, whatever stores it.
+
+Two backends implement it: :class:`program.retrieval.KnowledgeBase` (faiss, in a folder;
+the default) and :class:`program.retrieval.postgres.PgVectorKnowledgeBase` (PostgreSQL with
+pgvector). :func:`open_knowledge_base` picks one from a location.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from program.types import Passage
+
+
+@runtime_checkable
+class KnowledgeBaseProtocol(Protocol):
+    """A searchable, described set of chunks.
+
+    * ``search(query, k)``: the top-``k`` :class:`Passage` by cosine similarity, best first
+      (``source="kb"``, ``score`` in [-1, 1]); ``[]`` for a blank query or ``k <= 0``.
+    * ``search_batch(queries, k)``: one such list per query.
+    * ``len(kb)``: number of chunks.
+    * ``manifest``: dict with at least ``embedding`` (``model``, ``dimensions``),
+      ``chunking``, ``index`` and ``files`` (corpus path -> sha256; the trained judges key
+      their per-corpus thresholds on it).
+    * ``candidate_terms(question, n)``: the knowledge base's own terms nearest to the question.
+    """
+
+    manifest: dict
+
+    def search(self, query: str, k: int = 3) -> list[Passage]: ...
+
+    def search_batch(self, queries: list[str], k: int = 3) -> list[list[Passage]]: ...
+
+    def candidate_terms(self, question: str, n: int = 12) -> list[str]: ...
+
+    def __len__(self) -> int: ...
+
+
+def open_knowledge_base(location: str, embedder=None) -> KnowledgeBaseProtocol:
+    """The knowledge base at ``location``: a ``postgresql://...?table=NAME`` URL (pgvector), or
+    the folder of a saved faiss index.
+
+    Raises:
+        IndexNotFoundError: nothing was indexed there.
+        KnowledgeBaseError: it was built with another embedding model or is unusable;
+            ``KnowledgeBaseUnavailable`` when the database cannot be reached.
+        ValueError: a malformed database URL.
+    """
+    from program.retrieval.postgres.url import is_database_url
+
+    if is_database_url(location):
+        from program.retrieval.postgres.store import PgVectorKnowledgeBase
+
+        return PgVectorKnowledgeBase.connect(location, embedder)
+    from program.retrieval.index import KnowledgeBase
+
+    return KnowledgeBase.load(location, embedder)

@@ -1,0 +1,208 @@
+"""Step events: what the program is doing, observed through DSPy callbacks as it happens.
+
+``StepRecorder`` is a ``dspy.utils.callback.BaseCallback``. Given to DSPy for one question
+(``with dspy.context(callbacks=[recorder]): program(question=...)``), it watches the CRAG
+module's parts start and end and turns each into one event, a JSON-ready dict:
+
+=================  =========================================================================
+event              data
+=================  =========================================================================
+question           ``question``
+decide-retrieval   ``needs_retrieval`` (Self-RAG's Retrieve token)
+retrieved          ``stage`` (``initial`` | ``corrected``), ``passages`` (id, title, url, source, score, text)
+graded             ``stage``, ``grades`` (passage_id, score, reason, explanation), ``lower``, ``upper``
+action             ``action`` (correct | ambiguous | incorrect), ``confidence``, ``lower``, ``upper``
+rewrite            ``query`` (RewriteQuery's search query)
+web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
+strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``
+answer             ``answer``, ``strict`` (the stricter retry), ``closed_book``
+claims             ``claims`` (text, support, cited, kept, score), ``retry``
+usefulness         ``score`` (Self-RAG's IsUse, in [0, 1])
+=================  =========================================================================
+
+The caller adds the last event with ``emit``: ``result`` (``result``: the whole
+``CRAGResult.to_dict()``) or ``error`` (``status``, ``detail``).
+
+Every event also carries ``event`` (its name), ``t`` (seconds since the recorder was made),
+``time`` (UTC, ISO 8601), ``lm_calls`` (LM calls so far) and, when given, ``request``.
+The recorder hands each event to its sinks: a ``JsonlTrace`` (``--trace-jsonl PATH``), the
+service's stream, or any callable. A sink that raises is logged by DSPy and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, is_dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from dspy.utils.callback import BaseCallback
+
+Sink = Callable[[dict], None]
+
+
+def _plain(value):
+    """Dataclasses (passages, grades, strips, claims) and enums as JSON-ready values."""
+    if is_dataclass(value):
+        return asdict(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return getattr(value, "value", value)
+
+
+class StepRecorder(BaseCallback):
+    """Turn one question's module calls into step events (see the module docstring).
+
+    Args:
+        sinks: callables receiving each event dict, in order.
+        request: an id copied into every event (the service's request id), or None.
+
+    Use one recorder per question: it keeps the question's stage (a second evaluation is the
+    correction's) and its LM call count.
+    """
+
+    def __init__(self, *sinks: Sink, request: str | None = None):
+        self.sinks = list(sinks)
+        self.request = request
+        self.started = time.perf_counter()
+        self.lm_calls = 0
+        self.events: list[dict] = []
+        self._calls: dict[str, tuple[object, dict]] = {}
+        self._depth = 0  # nested CRAG calls (none today) report nothing of their own
+        self._evaluations = 0
+        self._rewritten = False
+        self._answers = 0
+        self._checks = 0
+
+    def emit(self, event: str, **data) -> dict:
+        """Build the event, hand it to every sink, and return it."""
+        record = {"event": event, "t": round(time.perf_counter() - self.started, 3),
+                  "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                  "lm_calls": self.lm_calls, **({"request": self.request} if self.request else {}),
+                  **{k: _plain(v) for k, v in data.items()}}
+        self.events.append(record)
+        for sink in self.sinks:
+            sink(record)
+        return record
+
+    # ---- DSPy callbacks ----------------------------------------------------------------------
+    def on_lm_end(self, call_id, outputs, exception=None):
+        self.lm_calls += 1
+
+    def on_module_start(self, call_id, instance, inputs):
+        from program.crag import CRAG
+        from program.evaluator import RetrievalEvaluator
+
+        inputs = inputs.get("kwargs", inputs) if isinstance(inputs.get("kwargs"), dict) else inputs  # Module.__call__(**kwargs)
+        self._calls[call_id] = (instance, inputs)
+        if isinstance(instance, CRAG):
+            self._depth += 1
+            if self._depth == 1:
+                self.emit("question", question=inputs.get("question", ""))
+        elif isinstance(instance, RetrievalEvaluator):
+            self._evaluations += 1
+            self.emit("retrieved", stage=self._stage(), passages=inputs.get("passages", []))
+
+    def on_module_end(self, call_id, outputs, exception=None):
+        instance, inputs = self._calls.pop(call_id, (None, {}))
+        if instance is None:
+            return
+        from program.crag import CRAG
+
+        if isinstance(instance, CRAG):
+            self._depth -= 1
+            return
+        if exception is None and outputs is not None:
+            self._report(instance, inputs, outputs)
+
+    # ---- one event per part -------------------------------------------------------------------
+    def _stage(self) -> str:
+        return "initial" if self._evaluations <= 1 and not self._rewritten else "corrected"
+
+    def _report(self, instance, inputs: dict, outputs) -> None:
+        from program.evaluator import RetrievalEvaluator, decide_action
+        from program.generation import AnswerGenerator
+        from program.refine import KnowledgeRefiner
+        from program.selfcheck import ClaimChecker
+        from program.usefulness import UsefulnessJudge
+        from program.web_path import WebSearcher
+
+        if isinstance(instance, RetrievalEvaluator):
+            lower, upper = inputs.get("lower", 0.2), inputs.get("upper", 0.6)
+            stage = self._stage()
+            self.emit("graded", stage=stage, grades=outputs, lower=lower, upper=upper)
+            if stage == "initial":
+                action, confidence = decide_action(outputs, upper, lower)
+                self.emit("action", action=action, confidence=round(confidence, 4), lower=lower, upper=upper)
+        elif isinstance(instance, KnowledgeRefiner):
+            report = instance.last_report
+            kept = {id(s) for s in report.kept}
+            self.emit("strips", stage="corrected" if self._rewritten else "internal", kept=report.kept,
+                      dropped=[s for s in report.graded if id(s) not in kept], threshold=report.threshold)
+        elif isinstance(instance, WebSearcher):
+            self.emit("web", **{k: v for k, v in outputs.to_trace().items() if k not in ("question", "passages")})
+        elif isinstance(instance, AnswerGenerator):
+            self._answers += 1
+            self.emit("answer", answer=outputs, strict=bool(inputs.get("unsupported")), closed_book=False)
+        elif isinstance(instance, ClaimChecker):
+            self._checks += 1
+            self.emit("claims", claims=outputs, retry=self._checks > 1)
+        elif isinstance(instance, UsefulnessJudge):
+            self.emit("usefulness", score=outputs)
+        else:
+            self._report_predictor(instance, outputs)
+
+    def _report_predictor(self, instance, outputs) -> None:
+        signature = getattr(getattr(instance, "signature", None), "__name__", "")
+        if signature == "RewriteQuery":
+            self._rewritten = True
+            self.emit("rewrite", query=str(outputs.query))
+        elif signature == "DecideRetrieval":
+            self.emit("decide-retrieval", needs_retrieval=outputs.needs_retrieval)
+        elif signature == "AnswerClosedBook":
+            self.emit("answer", answer=str(outputs.answer).strip(), strict=False, closed_book=True)
+
+
+class JsonlTrace:
+    """A sink appending one JSON line per event to ``path`` (made with its folders if missing).
+
+    Safe to share between recorders answering at once: each line is written whole under a lock
+    and flushed. Values JSON cannot hold are written as strings.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict) -> None:
+        line = json.dumps(event, default=str) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+
+
+EXPORTERS = ("mlflow",)
+
+
+def enable_exporter(name: str) -> None:
+    """Send DSPy's own traces (every module, LM and adapter call) to an exporter as well.
+
+    ``mlflow``: ``mlflow.dspy.autolog()``, to the tracking server in ``MLFLOW_TRACKING_URI``
+    (default ``./mlruns``); MLflow sends them to an OpenTelemetry collector instead when
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set (with ``opentelemetry-exporter-otlp``
+    installed). Needs ``pip install mlflow``.
+
+    Raises:
+        ValueError: an unknown exporter, or its package is not installed (the message says
+            what to install).
+    """
+    if name not in EXPORTERS:
+        raise ValueError(f"unknown trace exporter {name!r}; choose from {', '.join(EXPORTERS)}")
+    try:
+        import mlflow
+    except ImportError:
+        raise ValueError("the mlflow trace exporter needs MLflow: pip install mlflow") from None
+    mlflow.dspy.autolog()

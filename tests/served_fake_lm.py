@@ -1,0 +1,103 @@
+"""The deterministic fake LM served over HTTP like an OpenAI-compatible server (vLLM, Ollama...).
+
+``start(delay=0.05)`` serves ``POST /v1/chat/completions`` on a loopback port; every answer
+comes from ``tests.fake_lm.FakeLM``'s rules (``tests.conftest.default_rules`` unless given),
+after ``delay`` seconds (a fixed per-call latency standing in for the model). Requests are
+answered in parallel. ``fail=True`` answers every call with HTTP 500 instead.
+
+Run alone for the service benchmark or by hand:
+``python -m tests.served_fake_lm --port 8001 --delay 0.05`` then
+``python -m program serve --model openai/fake --api-base http://127.0.0.1:8001/v1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _text(content) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+class FakeLMServer(ThreadingHTTPServer):
+    """The server; ``base`` is ``http://127.0.0.1:PORT/v1``; ``calls`` counts answered calls."""
+
+    daemon_threads = True
+
+    def __init__(self, rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False):
+        from tests.conftest import default_rules
+        from tests.fake_lm import FakeLM
+
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.fake = FakeLM(rules or default_rules())
+        self.delay, self.fail = delay, fail
+        self.calls = 0
+        self._lock = threading.Lock()
+        self.base = f"http://127.0.0.1:{self.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def handle_error(self, request, client_address):
+        pass  # a client that hung up is expected
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeLMServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.server.fail:
+            return self._send(500, {"error": {"message": "the fake model is down", "type": "server_error"}})
+        messages = body.get("messages", [])
+        system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
+        user = _text(messages[-1].get("content")) if messages else ""
+        time.sleep(self.server.delay)
+        text, n_in, n_out = self.server.fake.reply(system, user)
+        with self.server._lock:
+            self.server.calls += 1
+        self._send(200, {"id": f"cmpl-{self.server.calls}", "object": "chat.completion", "created": 0,
+                         "model": body.get("model", "fake"),
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": text}}],
+                         "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}})
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def start(rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False) -> FakeLMServer:
+    """Start the server in a daemon thread and return it (``server.base``, ``server.stop()``)."""
+    server = FakeLMServer(rules, delay, port, fail)
+    server.thread.start()
+    return server
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds per call")
+    args = parser.parse_args()
+    server = start(delay=args.delay, port=args.port)
+    print(f"fake LM on {server.base} ({args.delay:g} s per call)", flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.stop()

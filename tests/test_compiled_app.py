@@ -1,0 +1,24 @@
+"""An app loads the committed compiled program (compiled/: prompts, trained judges, thresholds)
+through the Python API and answers with the fake LM."""
+
+from __future__ import annotations
+
+from program import load_compiled
+from program.compiled import COMPILED_DIR, read_manifest
+from tests.conftest import FOUNDING, ListKnowledgeBase
+
+OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
+
+
+def test_the_committed_compile_answers_with_the_fake_lm(fake_lm):
+    manifest = read_manifest(COMPILED_DIR)
+    crag = load_compiled(knowledge_base=ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)
+    assert crag.judges is not None  # the trained judges came with it
+    assert (crag.lower, crag.upper) != (None, None) and 0 <= crag.lower <= crag.upper <= 1
+    assert manifest["lm"] and manifest["dspy_version"].startswith("3.4")
+    result = crag(question="Who founded Acme Rockets?")
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
+    assert result.action.value == "correct" and not result.fallback
+    assert result.grades[0].passage_id == "doc0#0" and result.grades[0].score >= crag.upper
+    assert result.citations[0].text.startswith("Acme Rockets was founded by Jane Roe")
+    assert [c.support for c in result.claims] == ["fully"]

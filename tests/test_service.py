@@ -1,0 +1,167 @@
+"""`python -m program serve` as a real process: POST /ask, POST /ask/stream, /healthz, errors,
+disconnects and a failing LM, asked with a real HTTP client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.service_process import ROOT, program_env, read_events
+
+Q = "Who founded Acme Rockets?"
+STEPS = ["question", "retrieved", "graded", "action", "strips", "answer", "claims", "result", "done"]
+
+
+def _timeless(value):
+    """The result without its clock readings (seconds per step), which differ run to run."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("seconds", "t", "time")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_ask_returns_the_whole_result_as_ask_json_does(service, served_fake_lm):
+    response = httpx.post(f"{service.base}/ask", json={"question": Q}, timeout=60)
+    assert response.status_code == 200 and len(response.headers["x-request-id"]) == 12
+    result = response.json()
+    assert result["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    assert result["action"] == "correct" and result["citations"][0]["source_id"] == "acme.md#0"
+    assert [(c["support"], c["kept"]) for c in result["claims"]] == [("fully", True)]
+    assert result["trace"]["lm_calls"] == sum(s["lm_calls"] for s in result["trace"]["steps"]) > 0
+
+    cli = subprocess.run([sys.executable, "-m", "program", "ask", Q, "--json", "--model", "openai/fake",
+                          "--api-base", served_fake_lm.base, "--kb", str(service.docs), "--compiled", "none",
+                          "--web", "none"], cwd=ROOT, env=program_env(service.root / "cli-cache"),  # no cached LM calls
+                         capture_output=True, text=True, timeout=180)
+    assert cli.returncode == 0, cli.stderr
+    assert _timeless(json.loads(cli.stdout)) == _timeless(result)
+
+
+def test_the_stream_sends_each_step_in_order_then_the_result_and_done(service):
+    with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": Q}, timeout=60) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        events = read_events(response)
+    assert [name for name, _ in events] == STEPS
+    data = dict(events)
+    assert data["question"]["question"] == Q
+    assert [p["id"] for p in data["retrieved"]["passages"]] == ["acme.md#0", "danube.md#0"]
+    assert data["graded"]["grades"][0] == {"passage_id": "acme.md#0", "score": 1.0, "reason": "relevant", "explanation": ""}
+    assert (data["graded"]["lower"], data["graded"]["upper"]) == (0.2, 0.6)
+    assert data["action"]["action"] == "correct"
+    assert [s["text"] for s in data["strips"]["kept"]] == ["Acme Rockets was founded by Jane Roe in 1999."]
+    assert "The company builds small sounding rockets." in [s["text"] for s in data["strips"]["dropped"]]
+    assert data["claims"]["claims"][0]["support"] == "fully"
+    assert data["result"]["result"]["answer"] == data["answer"]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    times = [e["t"] for name, e in events if name != "done"]
+    assert times == sorted(times)
+    assert len({e["request"] for _, e in events}) == 1
+
+
+def test_an_off_topic_retrieval_streams_the_correction(service):
+    with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": "Where does the Danube flow?", "k": 1},
+                      timeout=60) as response:
+        events = read_events(response)
+    names = [name for name, _ in events]
+    assert names[:4] == ["question", "retrieved", "graded", "action"] and names[-2:] == ["result", "done"]
+    data = dict(events)
+    assert data["action"]["action"] == "incorrect" and data["rewrite"]["query"] == "Acme Rockets founder"
+    assert names.index("rewrite") > names.index("action")
+    assert data["strips"]["stage"] == "corrected"  # the rewritten query found the Acme page
+    assert data["result"]["result"]["citations"][0]["source_id"] == "acme.md#0"
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ({"question": "   "}, 422, "question: the question is empty"),
+    ({"question": "x" * 2001}, 422, "question: the question has 2001 characters; the limit is 2000"),
+    ({"question": Q, "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+    ({"question": Q, "web": "altavista"}, 422, "web: Input should be"),
+    ({"question": Q, "colour": "blue"}, 422, "colour: unknown option"),
+    ({"question": Q, "web": "tavily"}, 400, "web: tavily: TAVILY_API_KEY is not set"),
+    ({}, 422, "question: Field required"),
+])
+@pytest.mark.parametrize("path", ["/ask", "/ask/stream"])
+def test_bad_requests_get_a_clear_4xx(service, path, body, status, message):
+    response = httpx.post(f"{service.base}{path}", json=body, timeout=30)
+    assert response.status_code == status
+    assert response.json()["detail"].startswith(message)
+
+
+def test_an_oversized_or_malformed_body_is_refused(service):
+    big = httpx.post(f"{service.base}/ask", content=b'{"question": "' + b"x" * 40_000 + b'"}',
+                     headers={"content-type": "application/json"}, timeout=30)
+    assert big.status_code == 413 and big.json()["detail"] == "the request body is over the 16384-byte limit"
+    chunked = httpx.post(f"{service.base}/ask", content=iter([b'{"question": "', b"x" * 20_000, b'"}']),
+                         headers={"content-type": "application/json"}, timeout=30)
+    assert chunked.status_code == 413
+    broken = httpx.post(f"{service.base}/ask", content=b'{"question": ', headers={"content-type": "application/json"})
+    assert broken.status_code == 422 and broken.json()["detail"] == "the body is not valid JSON"
+
+
+def test_healthz_names_the_lm_knowledge_base_compile_and_queue(service):
+    health = httpx.get(f"{service.base}/healthz").json()
+    assert health["status"] == "ok" and health["lm"] == "openai/fake" and health["embedded_lm"] is False
+    assert health["knowledge_base"]["chunks"] == 2 and health["compiled"] is None and health["web"] == "none"
+    assert health["queue"] == {"running": 0, "waiting": 0, "concurrency": 8, "max_queue": 64}
+    assert httpx.get(f"{service.base}/openapi.json").json()["paths"].keys() >= {"/ask", "/ask/stream", "/healthz"}
+    assert httpx.get(f"{service.base}/docs").status_code == 200
+
+
+def test_the_trace_file_has_one_line_per_step_of_each_question(service):
+    response = httpx.post(f"{service.base}/ask", json={"question": "Who founded Acme Rockets, please?"}, timeout=60)
+    request = response.headers["x-request-id"]
+    lines = [json.loads(line) for line in service.trace.read_text().splitlines()]
+    mine = [line["event"] for line in lines if line.get("request") == request]
+    assert mine == STEPS[:-1]  # "done" belongs to the stream, not to the trace
+
+
+def test_a_client_that_disconnects_stops_its_question(service, served_fake_lm):
+    served_fake_lm.delay = 0.4  # each LM call now takes 0.4 s: a whole answer takes about 2 s
+    try:
+        with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": "Who founded Acme Rockets, then?"},
+                          timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("event: graded"):
+                    break  # hang up after the first step
+        calls = served_fake_lm.calls
+        time.sleep(2.5)
+        # the refinement already under way may finish its calls; generation never starts
+        assert served_fake_lm.calls - calls <= 3
+        assert httpx.get(f"{service.base}/healthz").json()["queue"]["running"] == 0
+    finally:
+        served_fake_lm.delay = 0.01
+    events = [json.loads(line) for line in service.trace.read_text().splitlines()]
+    request = next(e["request"] for e in events if e.get("question") == "Who founded Acme Rockets, then?")
+    assert "answer" not in [e["event"] for e in events if e.get("request") == request]
+
+
+def test_a_failing_lm_is_a_502_with_the_reason_not_a_hung_connection(service, served_fake_lm):
+    served_fake_lm.fail = True
+    try:
+        started = time.monotonic()
+        response = httpx.post(f"{service.base}/ask", json={"question": "Who founded Acme Rockets again?"}, timeout=60)
+        assert response.status_code == 502
+        assert response.json()["detail"].startswith("the language model failed: ") and "the fake model is down" in response.text
+        assert time.monotonic() - started < 30
+        with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": "And who founded Acme Rockets?"},
+                          timeout=60) as stream:
+            events = read_events(stream)
+        assert [name for name, _ in events][-2:] == ["error", "done"] and dict(events)["error"]["status"] == 502
+    finally:
+        served_fake_lm.fail = False
+    assert httpx.get(f"{service.base}/healthz").json()["failed"] >= 2
+
+
+def test_each_request_has_its_own_options_on_the_shared_program(service):
+    ask = lambda body: httpx.post(f"{service.base}/ask", json=body, timeout=60).json()  # noqa: E731
+    greeting = ask({"question": "Hi there!", "decide_retrieval": True})
+    assert greeting["retrieval_skipped"] is True and greeting["action"] is None and greeting["grades"] == []
+    unchecked = ask({"question": "Who founded Acme Rockets? (no check)", "self_check": False, "k": 1})
+    assert unchecked["mode"] == "crag" and unchecked["claims"] == [] and len(unchecked["grades"]) == 1
+    default = ask({"question": "Hi there, who founded Acme Rockets?"})  # the server's settings are untouched
+    assert default["retrieval_skipped"] is False and default["mode"] == "self-crag" and len(default["grades"]) == 2
