@@ -156,14 +156,32 @@ class StepRecorder(BaseCallback):
             self._report_predictor(instance, outputs)
 
     def _report_predictor(self, instance, outputs) -> None:
-        signature = getattr(getattr(instance, "signature", None), "__name__", "")
-        if signature == "RewriteQuery":
+        role = predictor_role(getattr(instance, "signature", None))
+        if role == "RewriteQuery":
             self._rewritten = True
             self.emit("rewrite", query=str(outputs.query))
-        elif signature == "DecideRetrieval":
+        elif role == "DecideRetrieval":
             self.emit("decide-retrieval", needs_retrieval=outputs.needs_retrieval)
-        elif signature == "AnswerClosedBook":
+        elif role == "AnswerClosedBook":
             self.emit("answer", answer=str(outputs.answer).strip(), strict=False, closed_book=True)
+
+
+def predictor_role(signature) -> str:
+    """Which of the program's Signatures ``signature`` plays: its class name, or for a loaded
+    compile (whose predictors hold a ``StringSignature``) the one its fields match:
+    ``RewriteQuery`` (outputs ``query``), ``DecideRetrieval`` (outputs ``needs_retrieval``),
+    ``AnswerClosedBook`` (``question`` -> ``answer`` only); "" for anything else."""
+    name = getattr(signature, "__name__", "")
+    if name in ("RewriteQuery", "DecideRetrieval", "AnswerClosedBook") or signature is None:
+        return name
+    inputs, outputs = list(signature.input_fields), list(signature.output_fields)
+    if outputs == ["query"]:
+        return "RewriteQuery"
+    if outputs == ["needs_retrieval"]:
+        return "DecideRetrieval"
+    if inputs == ["question"] and outputs == ["answer"]:
+        return "AnswerClosedBook"
+    return ""
 
 
 class JsonlTrace:

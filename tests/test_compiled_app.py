@@ -22,3 +22,22 @@ def test_the_committed_compile_answers_with_the_fake_lm(fake_lm):
     assert result.grades[0].passage_id == "doc0#0" and result.grades[0].score >= crag.upper
     assert result.citations[0].text.startswith("Acme Rockets was founded by Jane Roe")
     assert [c.support for c in result.claims] == ["fully"]
+
+
+def test_the_committed_compiles_rewrite_is_traced_as_the_correction(fake_lm):
+    # the bug: a loaded compile's predictors hold a StringSignature, so the step recorder did not
+    # know its RewriteQuery: no "rewrite" event, and the web page's strips were labeled "internal"
+    import dspy
+
+    from program.tracing import StepRecorder
+    from tests.conftest import FakeWeb
+
+    page = ("https://en.wikipedia.org/wiki/Acme_Rockets", FOUNDING)
+    crag = load_compiled(knowledge_base=ListKnowledgeBase([OFF_TOPIC, "Bananas are yellow."]), web=FakeWeb([page]))
+    recorder = StepRecorder()
+    with dspy.context(callbacks=[recorder]):
+        result = crag(question="Who founded Acme Rockets?")
+    assert result.action.value == "incorrect"
+    events = [(e["event"], e.get("stage")) for e in recorder.events]
+    assert ("rewrite", None) in events and events.index(("rewrite", None)) < events.index(("web", None))
+    assert [stage for name, stage in events if name == "strips"] == ["corrected"]
