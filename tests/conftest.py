@@ -117,6 +117,16 @@ def default_rules() -> dict:
     }
 
 
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged all-MiniLM-L6-v2 embedder (the program's shared one), warmed up once."""
+    from program.retrieval import get_embedder
+
+    emb = get_embedder()
+    emb.encode(["warm up"])
+    return emb
+
+
 @pytest.fixture
 def fake_lm():
     """Configure DSPy with a FakeLM on the default CRAG rules; tests may edit ``lm.rules``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from program.retrieval import KnowledgeBase, KnowledgeBaseError, KnowledgeBaseProtocol, get_embedder
+from program.retrieval import KnowledgeBase, KnowledgeBaseError, KnowledgeBaseProtocol
 from program.retrieval.postgres import KnowledgeBaseUnavailable, PgVectorKnowledgeBase
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.url import DatabaseURL
@@ -15,13 +15,6 @@ from tests.test_retrieval import SpyEmbedder, write_corpus
 
 QUERIES = ["Which tower stands in Paris?", "What do cats eat?", "When did Etna erupt?",
            "source plant of green tea", "river in Egypt", "capital of Italy"]
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    emb = get_embedder()
-    emb.encode(["warm up"])
-    return emb
 
 
 class FailingEmbedder(SpyEmbedder):

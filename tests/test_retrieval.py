@@ -26,13 +26,6 @@ class SpyEmbedder:
         return self.inner.encode(texts)
 
 
-@pytest.fixture(scope="session")
-def embedder() -> Embedder:
-    emb = get_embedder()
-    emb.encode(["warm up"])
-    return emb
-
-
 HTML = """<html><head><title>Volcano Facts</title><style>body{color:red}</style></head>
 <body><nav>Home | About</nav><header>Site header</header>
 <h1>Volcanoes</h1><p>Mount Etna is an active <b>stratovolcano</b> on the east coast of Sicily.</p>

@@ -8,19 +8,12 @@ import faiss
 import numpy as np
 import pytest
 
-from program.retrieval import KnowledgeBase, KnowledgeBaseError, get_embedder
+from program.retrieval import KnowledgeBase, KnowledgeBaseError
 from program.retrieval.faiss_index import IndexSpec, build_index, stored_vectors
 from tests.test_retrieval import SpyEmbedder, write_corpus
 
 QUESTIONS = {"Which tower stands in Paris?": "kb-1#0", "What do cats eat?": "cats.md#1",
              "When did Etna erupt?": "volcano.html#1", "source plant of green tea": "sub/tea.txt#0"}
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    emb = get_embedder()
-    emb.encode(["warm up"])
-    return emb
 
 
 def manifest(idx):

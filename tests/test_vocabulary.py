@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from program.retrieval import Chunk, KnowledgeBase, get_embedder
+from program.retrieval import Chunk, KnowledgeBase
 from program.retrieval.index import embed_text
 from program.retrieval.vocabulary import DEFAULT_PARAMS, extract_terms
 
@@ -36,13 +36,6 @@ class TextSpy:
     def encode(self, texts):
         self.texts.append(list(texts))
         return self.inner.encode(texts)
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    emb = get_embedder()
-    emb.encode(["warm up"])
-    return emb
 
 
 def write_docs(root, docs=DOCS):

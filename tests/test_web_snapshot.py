@@ -6,16 +6,9 @@ import json
 
 import pytest
 
-from program.retrieval import Embedder, get_embedder
+from program.retrieval import Embedder
 from program.web import OfflineSnapshotBackend, SearchBackend, SearchHit, WebSearchError, default_cache_dir
 from program.web.snapshot import PROJECT_ROOT
-
-
-@pytest.fixture(scope="session")
-def embedder() -> Embedder:
-    emb = get_embedder()
-    emb.encode(["warm up"])
-    return emb
 
 
 class CountingEmbedder:
