@@ -4,14 +4,15 @@ The compile measures each LM predictor on a seeded sample of dev rows (``optimiz
 this module scores the same rows with the trained judge and with the cascade (the trained
 judge outside its uncertainty band, the LM's own prediction for that row inside it), so the
 three candidates are compared on identical labels without a single extra LM call. The passage
-and strip judgments are also measured on PopQA ``dev`` (``popqa_lm_rows``: 16 LM calls each),
-since one judge serves both kinds of knowledge base. Each knowledge base gets the candidate
+and strip judgments and the support check are also measured on PopQA ``dev`` (``popqa_lm_rows``:
+up to 16 LM calls each), since one judge serves both kinds of knowledge base. Each knowledge base gets the candidate
 best on its own rows (``JudgeSet.choices_by_corpus``); any other knowledge base gets the one
 best on the mean of the sets. Ties go to the cheaper one (trained, then cascade, then LM).
 
 Figures, by judgment: ``passage``: action-band accuracy of GradeRetrieval's rows (each
 passage's score read through the evaluator's thresholds); ``strip``: F1 of the strips kept;
-``support``: IsSup verdict accuracy (fully / partially / no).
+``support``: IsSup verdict accuracy (fully / partially / no; on PopQA's claims, labeled only
+fully / no, whether the claim is kept).
 """
 
 from __future__ import annotations
@@ -78,41 +79,45 @@ def strip_candidates(judges: JudgeSet, rows) -> dict:
     return {k: f1(labels, v) for k, v in kept.items()}
 
 
-def support_candidates(judges: JudgeSet, rows) -> dict:
+def support_candidates(judges: JudgeSet, rows, kept_only: bool = False) -> dict:
     """``{"lm", "trained", "cascade"}`` -> verdict accuracy on CheckClaimSupport's dev rows.
 
     The LM candidate is what the self-check decides with it (the better of word overlap and
     the model's quote); the trained one is the support judge's verdict, word overlap's
-    ``fully`` standing as in the program."""
+    ``fully`` standing as in the program. ``kept_only``: right when the claim is kept
+    (``partially`` or ``fully``) exactly when its label supports it, for rows labeled only
+    ``fully`` / ``no`` (PopQA's claims)."""
     right = {"lm": [], "trained": [], "cascade": []}
     for example, pred, _ in rows:
-        lexical = lexical_support(example.claim, example.evidence)
+        question = getattr(example, "question", None) or ""  # PopQA's claims know their question
+        lexical = lexical_support(example.claim, example.evidence, question)
         quote = str(getattr(pred, "quote", "") or "") if pred is not None else ""
-        lm = max(lexical, judge_support(example.claim, quote, example.evidence), key=RANKED_VERDICTS.index)
+        lm = max(lexical, judge_support(example.claim, quote, example.evidence, question), key=RANKED_VERDICTS.index)
         if lexical == "fully":
             trained = cascade = "fully"
         else:
-            score = judges.support_score(example.claim, example.evidence, VERDICT_VALUE[lexical])
+            score = judges.support_score(example.claim, example.evidence, VERDICT_VALUE[lexical], question)
             trained = judges.support_verdict(score)
             cascade = lm if JudgeChoice("cascade").asks_lm(score) else trained
         for name, verdict in (("lm", lm), ("trained", trained), ("cascade", cascade)):
-            right[name].append(verdict == example.support)
+            right[name].append((verdict != "no") == (example.support != "no") if kept_only else verdict == example.support)
     return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
 
 
 def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dict:
-    """The LM's rows on PopQA ``dev`` for the passage and strip judgments, labeled as the
-    judges' training pairs are (``optimize.judge_data``): ``n`` passages and ``n`` strips,
-    half relevant, from a seeded sample of dev questions; one LM call each.
+    """The LM's rows on PopQA ``dev`` for the three judgments, labeled as the judges' training
+    pairs are (``optimize.judge_data``): ``n`` passages, ``n`` strips and ``n`` claims
+    (``popqa_claims``), half relevant or supported, from a seeded sample of dev questions;
+    one LM call each (a claim word overlap already calls ``fully`` needs none).
 
-    Returns ``{"grading": rows, "strips": rows}`` of ``(example, prediction, None)``.
+    Returns ``{"grading": rows, "strips": rows, "support": rows}`` of ``(example, prediction, None)``.
     """
     import random
 
     import dspy
 
     from eval_sets.popqa import load_questions
-    from optimize.judge_data import names_subject, states_answer
+    from optimize.judge_data import names_subject, popqa_claims, states_answer
     from program.lm import CRITIQUE_CONFIG
     from program.refine import decompose
 
@@ -129,13 +134,21 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
             for strip in decompose(p):
                 ok = names_subject(strip.text, q["subject"]) and states_answer(strip.text, q["possible_answers"])
                 strips[ok].append(dspy.Example(question=q["question"], strip=strip.text, relevant=ok, context=p.text))
+    claims = {True: [], False: []}
+    for r in popqa_claims(questions[:120], popqa_kb, seed=seed):
+        claims[r["support"] == "fully"].append(dspy.Example(claim=r["claim"], evidence=r["evidence"],
+                                                            support=r["support"], question=r["question"]))
     rows = {}
-    for kind, pool, path in (("grading", passages, "evaluator.grade"), ("strips", strips, "refiner.grade")):
+    inputs_of = {"grading": ("question", "passage"), "strips": ("question", "strip"), "support": ("claim", "evidence")}
+    for kind, pool, path in (("grading", passages, "evaluator.grade"), ("strips", strips, "refiner.grade"),
+                             ("support", claims, "checker.support")):
         chosen = [e for label in (True, False) for e in rng.sample(pool[label], min(n // 2, len(pool[label])))]
-        inputs = ("question", "passage") if kind == "grading" else ("question", "strip")
         rows[kind] = []
         for example in chosen:
-            example = example.with_inputs(*inputs)
+            example = example.with_inputs(*inputs_of[kind])
+            if kind == "support" and lexical_support(example.claim, example.evidence, example.question) == "fully":
+                rows[kind].append((example, None, None))  # decided without the LM, as in the program
+                continue
             try:
                 pred = predictors[path](**example.inputs(), config=CRITIQUE_CONFIG)
             except Exception:  # noqa: BLE001 - unparsed output is a row the LM got wrong
@@ -157,7 +170,7 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
         lm_rows: ``"grading"`` / ``"strips"`` / ``"support"`` -> the kept LM predictor's
             ``(example, prediction, score)`` adversarial dev rows; a missing kind keeps the
             trained judge.
-        popqa_rows: the same for PopQA dev (``popqa_lm_rows``; passage and strip only). A
+        popqa_rows: the same for PopQA dev (``popqa_lm_rows``; support by kept accuracy). A
             judgment measured on both sets is judged by the mean of its two figures.
         adversarial_kb, popqa_kb: the two knowledge bases: the adversarial one's calibrated
             thresholds read the trained passage scores of its rows, and each gets its own
@@ -168,14 +181,14 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
         "by_set": {"adversarial": {...}, "popqa": {...}}}}``.
     """
     adversarial_t = judges.thresholds_for(adversarial_kb) if adversarial_kb is not None else judges.thresholds
-    measure = {"passage": lambda rows, t: passage_candidates(judges, rows, t),
-               "strip": lambda rows, t: strip_candidates(judges, rows),
-               "support": lambda rows, t: support_candidates(judges, rows)}
+    measure = {"passage": lambda rows, t, name: passage_candidates(judges, rows, t),
+               "strip": lambda rows, t, name: strip_candidates(judges, rows),
+               "support": lambda rows, t, name: support_candidates(judges, rows, kept_only=name == "popqa")}
     report = {}
     for judgment, kind in KIND_OF.items():
         sets = {"adversarial": (lm_rows.get(kind), adversarial_t),
                 "popqa": ((popqa_rows or {}).get(kind), judges.thresholds)}
-        by_set = {name: measure[judgment](rows, t) for name, (rows, t) in sets.items() if rows}
+        by_set = {name: measure[judgment](rows, t, name) for name, (rows, t) in sets.items() if rows}
         if not by_set:
             judges.choices[judgment] = JudgeChoice("trained")
             report[judgment] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}

@@ -199,17 +199,20 @@ def adversarial_strip_pairs(rows: list[dict], embedder) -> Pairs:
     return pairs
 
 
-def support_pair_features(pairs: list[tuple[str, str]], embedder) -> list[list[float]]:
-    """``support_features`` of ``(claim, evidence)`` pairs, embedding each distinct text once."""
+def support_pair_features(pairs: list[tuple[str, str]], embedder, questions: list[str] | None = None) -> list[list[float]]:
+    """``support_features`` of ``(claim, evidence)`` pairs, embedding each distinct text once.
+
+    ``questions``: the question each claim answers (one per pair), or None when unknown."""
+    questions = questions or [""] * len(pairs)
     split = [evidence_sentences(e) or [e] for _, e in pairs]
     texts = list(dict.fromkeys([c for c, _ in pairs] + [e[:2000] for _, e in pairs] + [s for ss in split for s in ss]))
     vectors = dict(zip(texts, embedder.encode(texts))) if texts else {}
     rows = []
-    for (claim, evidence), sentences in zip(pairs, split):
+    for (claim, evidence), sentences, question in zip(pairs, split, questions):
         c = vectors[claim]
-        lexical = VERDICT_VALUE[lexical_support(claim, evidence)]
+        lexical = VERDICT_VALUE[lexical_support(claim, evidence, question)]
         rows.append(support_features(claim, sentences, [float(vectors[s] @ c) for s in sentences],
-                                     float(vectors[evidence[:2000]] @ c), lexical))
+                                     float(vectors[evidence[:2000]] @ c), lexical, question))
     return rows
 
 
@@ -278,4 +281,104 @@ def synthetic_support_pairs(docs: list[tuple[str, str]], embedder, limit: int = 
     pairs = Pairs(cues=None)
     for (_, _, label, group, target), dense in zip(made, support_pair_features([m[:2] for m in made], embedder)):
         pairs.add(dense, None, label, group, target)
+    return pairs
+
+
+# How a generator states a PopQA answer (relation -> claim templates; {s} subject, {a} answer).
+CLAIM_TEMPLATES = {
+    "capital": ["The capital of {s} is {a}.", "{a} is the capital of {s}.", "{s} has its administrative center in {a}."],
+    "capital of": ["{s} is the capital of {a}."],
+    "producer": ["The producer of {s} was {a}.", "{s} was produced by {a}."],
+    "place of birth": ["{s} was born in {a}.", "{s} is a native of {a}."],
+    "director": ["{s} was directed by {a}.", "The director of {s} was {a}."],
+    "religion": ["The religion of {s} is {a}.", "{s} belonged to the {a}."],
+    "composer": ["The composer of {s} was {a}.", "{s} was composed by {a}.", "The music of {s} was composed by {a}."],
+    "genre": ["{s} is a {a} work.", "The genre of {s} is {a}."],
+    "occupation": ["{s} is a {a}.", "{s} was a {a}.", "{s}'s occupation is {a}."],
+    "country": ["{s} is in {a}.", "{s} is located in {a}."],
+    "author": ["{s} was written by {a}.", "The author of {s} is {a}."],
+    "screenwriter": ["The screenwriter for {s} was {a}.", "{s} was written by {a}."],
+    "father": ["The father of {s} is {a}.", "{s} is the son of {a}."],
+    "mother": ["The mother of {s} is {a}."],
+    "sport": ["{s} plays {a}.", "{s} is a {a} player."],
+}
+
+
+def _stated_answer(text: str, answers: list[str]) -> str | None:
+    """The first gold answer ``text`` states, spelled as the answer list spells it."""
+    return next((a for a in answers if a and a.strip() and states_answer(text, [a])), None)
+
+
+def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[dict]:
+    """Claims a generator makes from a PopQA question's strips, labeled supported or not.
+
+    For each question whose top-``k`` passages hold an answering strip about its subject
+    (labeled as in ``popqa_strip_pairs``), the evidence is that strip with its neighbours, as
+    the recomposed strips show it. The claims (``CLAIM_TEMPLATES``, subject by full name or
+    surname, then ``program.selfcheck.without_asked_entity`` as the self-check applies it):
+
+    * the gold answer as the evidence spells it: supported (``fully``);
+    * the answer of another question with the same relation, absent from the evidence:
+      not supported (``no``; MiniCheck's entity swap, on realistic claims);
+    * the gold answer against strips of the same passages that do not state it: ``no``
+      (an answer the strips do not hold).
+
+    The knowledge base's passages state answers in their own words ("Czimra Gyula (Budapest,
+    1901 - ...)"), unlike the copied sentences of ``synthetic_support_pairs``, so the support
+    judge must see such claims to pass them.
+
+    Returns:
+        rows ``{"id": question id, "question", "claim", "evidence", "support": "fully" | "no"}``.
+    """
+    from program.selfcheck import without_asked_entity
+
+    rng = random.Random(seed)
+    by_relation: dict[str, list[str]] = {}
+    for q in questions:
+        by_relation.setdefault(q["relation"], []).append(q["possible_answers"][0])
+    rows = []
+    for q, passages in zip(questions, kb.search_batch([q["question"] for q in questions], k)):
+        templates = CLAIM_TEMPLATES.get(q["relation"])
+        if not templates:
+            continue
+        answering, other = None, []
+        for p in passages:
+            strips = decompose(p)
+            about = names_subject(p.text, q["subject"])
+            for i, s in enumerate(strips):
+                pronoun = bool(re.match(r"(he|she|it|they|his|her)\b", s.text.strip(), re.I))
+                on_subject = names_subject(s.text, q["subject"]) or (about and pronoun)
+                if answering is None and on_subject and _stated_answer(s.text, q["possible_answers"]):
+                    answering = (strips, i)
+                elif not states_answer(s.text, q["possible_answers"]):
+                    other.append(s.text)
+        if answering is None:
+            continue
+        strips, i = answering
+        evidence = "\n".join(s.text for s in strips[max(0, i - 1): i + 2])
+        answer = _stated_answer(strips[i].text, q["possible_answers"])
+        subject = q["subject"] if rng.random() < 0.7 else q["subject"].split()[-1]
+        template = rng.choice(templates)
+
+        def claim(a: str) -> str:
+            return without_asked_entity(template.format(s=subject, a=a), q["question"])
+
+        asked = {"id": q["id"], "question": q["question"]}
+        rows.append({**asked, "claim": claim(answer), "evidence": evidence, "support": "fully"})
+        wrong = [a for a in by_relation[q["relation"]] if not states_answer(evidence, [a]) and a not in q["possible_answers"]]
+        if wrong:
+            rows.append({**asked, "claim": claim(rng.choice(wrong)), "evidence": evidence, "support": "no"})
+        if other:
+            rows.append({**asked, "claim": claim(answer), "evidence": "\n".join(rng.sample(other, min(3, len(other)))),
+                         "support": "no"})
+    return rows
+
+
+def popqa_support_pairs(questions: list[dict], kb, embedder, k: int = 3, seed: int = 0) -> Pairs:
+    """``popqa_claims`` as the support judge's rows (label 1 for ``fully``; groups: question ids)."""
+    rows = popqa_claims(questions, kb, k, seed)
+    pairs = Pairs(cues=None)
+    features = support_pair_features([(r["claim"], r["evidence"]) for r in rows], embedder, [r["question"] for r in rows])
+    for r, dense in zip(rows, features):
+        pairs.add(dense, None, r["support"] == "fully", r["id"])
     return pairs

@@ -3,7 +3,8 @@
 ``python -m optimize.train_judges [--out compiled]`` runs this step alone; ``python -m
 optimize.compile`` runs it before compiling the prompts. Seeded, from the repository alone:
 PopQA ``train`` questions and knowledge base, the adversarial set's ``train`` rows, and
-synthetic support pairs made from PopQA ``train`` documents (``optimize.judge_data``).
+synthetic support pairs made from PopQA ``train`` documents, and claims made from PopQA
+``train`` questions' own strips (``optimize.judge_data``).
 
 Thresholds are calibrated on out-of-fold scores of the training rows (5 folds grouped by
 question), never on the rows a figure is reported on:
@@ -11,7 +12,8 @@ question), never on the rows a figure is reported on:
 * the evaluator's ``lower`` / ``upper`` (CRAG §4.3) for the best action accuracy on the
   adversarial train queries plus the PopQA train "is any top-3 passage relevant" decision;
 * ``strip_keep`` for the best strip F1 (CRAG §4.4);
-* ``support_fully`` / ``support_partially`` for the best IsSup verdict accuracy.
+* ``support_fully`` / ``support_partially`` for the best mean of the adversarial rows' IsSup
+  verdict accuracy and the PopQA claims' kept accuracy (a claim is kept at ``partially``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
 
 GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
 LABELED_SUPPORT_WEIGHT = 10.0
+POPQA_CLAIM_WEIGHT = 3.0
 SEED = 0
 
 
@@ -130,6 +133,22 @@ def support_accuracy(targets, scores, lo, hi) -> float:
     return round(float((verdicts == np.asarray(targets)).mean()), 4)
 
 
+def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple[float, float, float]:
+    """``(partially, fully, mean accuracy)`` for the best mean of two figures: the labeled
+    rows' three-way verdict accuracy (``targets`` 1 / 0.5 / 0) and the PopQA claims' kept
+    accuracy (``popqa_labels`` 0/1; a claim is kept at ``partially`` or above). Calibrating on
+    the labeled rows alone set ``partially`` where it passed wrong PopQA answers."""
+    popqa_labels, popqa_scores = np.asarray(popqa_labels, bool), np.asarray(popqa_scores)
+    best = (0.35, 0.5, -1.0)
+    for lo, hi in itertools.product(GRID, GRID):
+        if lo > hi:
+            continue
+        mean = (support_accuracy(targets, scores, lo, hi) + float(((popqa_scores >= lo) == popqa_labels).mean())) / 2
+        if mean > best[2] + 1e-9:
+            best = (lo, hi, round(mean, 4))
+    return best
+
+
 def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> JudgeSet:
     """Train, calibrate and measure the three judges; return them with their figures.
 
@@ -185,18 +204,24 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
     keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
 
-    log_step("support pairs (labeled and synthetic)")
+    log_step("support pairs (labeled, synthetic and PopQA claims)")
     docs = {r["doc_id"]: r["text"] for r in read_jsonl(KNOWLEDGE_BASE_PATH)}
     train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
     synthetic = jd.synthetic_support_pairs(train_docs, embedder)
-    support_pairs = jd.Pairs(cues=None).extend(synthetic).extend(jd.support_rows_pairs(adv["support"]["train"], embedder))
-    # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial support)
-    weights = np.array([1.0] * len(synthetic) + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic)))
+    claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)
+    support_pairs = (jd.Pairs(cues=None).extend(synthetic).extend(claims)
+                     .extend(jd.support_rows_pairs(adv["support"]["train"], embedder)))
+    # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial
+    # support); the PopQA claims, answers as the generator states them, in between
+    weights = np.array([1.0] * len(synthetic) + [POPQA_CLAIM_WEIGHT] * len(claims)
+                       + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic) - len(claims)))
     dense, labels = support_pairs.arrays()
     support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=SEED)
+    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
     labeled = [i for i, g in enumerate(support_pairs.groups) if g.startswith("support-")]
-    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)[labeled]
-    lo, hi, _ = calibrate_support(np.asarray(support_pairs.targets)[labeled], support_oof)
+    popqa_rows = slice(len(synthetic), len(synthetic) + len(claims))
+    lo, hi, _ = calibrate_support_sets(np.asarray(support_pairs.targets)[labeled], support_oof[labeled],
+                                       claims.labels, support_oof[popqa_rows])
 
     judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
                       choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
@@ -278,6 +303,17 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
         "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"], t["support_fully"]),
         "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
         "auc_fully": auc(support.labels, support_scores)}
+    claims = jd.popqa_support_pairs(dev_q, popqa_kb, embedder)
+    claim_scores = np.array([judges.judges["support"].score(d) for d in claims.dense])
+    claim_lexical = np.array([d[SUPPORT_NAMES.index("lexical_verdict")] for d in claims.dense])
+    supported = np.asarray(claims.labels, bool)
+    # as the self-check decides: word overlap's "fully" stands, else the judge's score
+    kept = (claim_lexical == 1.0) | (claim_scores >= t["support_partially"])
+    figures["popqa_support_dev"] = {
+        "claims": len(claims), "supported": int(supported.sum()),
+        "kept_accuracy": round(float((kept == supported).mean()), 4),
+        "word_overlap_kept_accuracy": round(float(((claim_lexical > 0) == supported).mean()), 4),
+        "auc": auc(claims.labels, claim_scores)}
     return figures
 
 

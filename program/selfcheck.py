@@ -35,14 +35,28 @@ def is_abstention(answer: str) -> bool:
     return not answer.strip() or bool(_DONT_KNOW.search(answer)) and len(answer.split()) < 25
 
 
-def judge_support(claim: str, quote: str, evidence: str) -> str:
+def answer_words(claim: str, question: str) -> set[str]:
+    """The claim's content words the question does not already hold: what the claim answers.
+
+    ``("Maurice was a politician.", "What is John D. Maurice's occupation?")`` -> ``{"politician"}``.
+    With no question, every content word of the claim."""
+    return content_words(claim) - content_words(question)
+
+
+def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> str:
     """Self-RAG's IsSup verdict from the evidence sentence the model quoted for the claim.
+
+    Args:
+        question: the question the claim answers; when given, the quote must also hold at
+            least half of the claim's ``answer_words``. A short answer's one new word is its
+            answer: "Maurice was a politician." against "John D. Maurice is an American
+            journalist." holds half the claim's words, but not the answer.
 
     Returns:
         ``"no"`` when the quote is NONE, is not in the evidence (an invented quote),
-        disagrees with the claim on a number or a negation, or lacks a name the claim
-        asserts (e.g. a different person); otherwise ``"fully"`` when the
-        quote holds at least 75% of the claim's content words, ``"partially"`` at 40%,
+        disagrees with the claim on a number or a negation, lacks a name the claim
+        asserts (e.g. a different person) or the claim's answer; otherwise ``"fully"`` when
+        the quote holds at least 75% of the claim's content words, ``"partially"`` at 40%,
         else ``"no"``.
     """
     quote = clean_copy(quote)
@@ -53,6 +67,9 @@ def judge_support(claim: str, quote: str, evidence: str) -> str:
         return "no"
     if not names(claim) <= set(words(quote)):  # a name the evidence does not mention is not supported
         return "no"
+    asserted = answer_words(claim, question) if question else set()
+    if asserted and len(asserted & content_words(quote)) < len(asserted) / 2:
+        return "no"
     covered = coverage(claim, quote)
     return "fully" if covered >= 0.75 else "partially" if covered >= 0.4 else "no"
 
@@ -62,11 +79,11 @@ def evidence_sentences(evidence: str) -> list[str]:
     return [s for s in _SENTENCES.split(evidence) if s.strip()]
 
 
-def lexical_support(claim: str, evidence: str) -> str:
+def lexical_support(claim: str, evidence: str, question: str = "") -> str:
     """The best ``judge_support`` verdict any single evidence sentence gives the claim, with no
     LM call. A quote of one whole sentence cannot do better, so this is also the ceiling of what
     ``CheckClaimSupport`` adds unless it quotes across sentences."""
-    verdicts = (judge_support(claim, sentence, evidence) for sentence in evidence_sentences(evidence))
+    verdicts = (judge_support(claim, sentence, evidence, question) for sentence in evidence_sentences(evidence))
     return max(verdicts, key=RANKED_VERDICTS.index, default="no")
 
 
@@ -135,7 +152,7 @@ class ClaimChecker(dspy.Module):
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
             cited = cited_numbers(self._sentence_for(text, sentences), len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
-            verdict, score = self._check(without_asked_entity(text, question), evidence)
+            verdict, score = self._check(without_asked_entity(text, question), evidence, question)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))
         return claims
 
@@ -144,22 +161,22 @@ class ClaimChecker(dspy.Module):
         words = set(strip_citations(claim).lower().split())
         return max(sentences, key=lambda s: len(words & set(s.lower().split())), default="")
 
-    def _check(self, claim: str, evidence: list[Strip]) -> tuple[str, float]:
+    def _check(self, claim: str, evidence: list[Strip], question: str = "") -> tuple[str, float]:
         """``(verdict, trained score or -1.0)`` for one claim against its evidence strips."""
         if not evidence:
             return "no", -1.0
         text = "\n".join(s.text for s in evidence)
         # Cheap path first: an evidence sentence that already states the claim needs no LM call.
-        lexical = lexical_support(claim, text)
+        lexical = lexical_support(claim, text, question)
         if lexical == "fully":
             return lexical, -1.0
         score = -1.0
         if self.judges is not None and self.judges.choice("support").use != "lm":
-            score = round(self.judges.support_score(strip_citations(claim), text, VERDICT_VALUE[lexical]), 4)
+            score = round(self.judges.support_score(strip_citations(claim), text, VERDICT_VALUE[lexical], question), 4)
             if not self.judges.choice("support").asks_lm(score):
                 return self.judges.support_verdict(score), score
         try:
             out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)
         except Exception:  # unparseable: the word-overlap verdict stands
             return lexical, score
-        return max(lexical, judge_support(claim, out.quote, text), key=RANKED_VERDICTS.index), score
+        return max(lexical, judge_support(claim, out.quote, text, question), key=RANKED_VERDICTS.index), score

@@ -264,3 +264,20 @@ def test_the_correction_refines_a_web_page_the_passage_judge_scores_low(fake_lm)
     assert [g.reason for g in result.corrected_grades] == ["irrelevant"]
     assert [s.source_id for s in result.strips] == [page[0]]
     assert not result.fallback and "Jane Roe" in result.answer
+
+
+def test_the_support_judge_reads_the_claims_answer_words(fake_lm):
+    # failing PopQA dev claim: "Maurice was a politician." passed on "John D. Maurice is an American
+    # journalist." (half its words); the question now tells the judge which word is the answer
+    from program.selfcheck import ClaimChecker
+    from program.types import Strip
+
+    judges = toy_judges()
+    judges.judges["support"] = judge_on("support", SUPPORT_NAMES, "answer_coverage_best", 8.0, -4.0)
+    question = "What is John D. Maurice's occupation?"
+    strips = [Strip("d#0", 0, "John D. Maurice is an American journalist. He won the 1975 Pulitzer Prize.")]
+    wrong = ClaimChecker(judges=judges)(question=question, answer="Maurice was a politician.", strips=strips)
+    right = ClaimChecker(judges=judges)(question=question, answer="Maurice was a journalist.", strips=strips)
+    assert wrong[0].support == "no" and wrong[0].score == pytest.approx(1 / (1 + np.exp(4.0)), abs=1e-4)
+    assert right[0].support == "fully"
+    assert fake_lm.calls["CheckClaimSupport"] == 0

@@ -126,3 +126,34 @@ def test_a_hyphenated_name_does_not_fail_a_claim_its_evidence_states_word_for_wo
     claim = "In-person payments on Paylane Terminal can be captured within 2 days."
     assert judge_support(claim, claim, claim) == "fully"
     assert names("Legacy Read-only users") == {"legacy", "read"}
+
+
+@pytest.mark.parametrize(
+    "question, claim, evidence, verdict",
+    [
+        # failing PopQA dev claims: the one word a short answer adds is its answer, and it was missing
+        ("What is John D. Maurice's occupation?", "Maurice was a politician.",
+         "John D. Maurice is an American journalist.", "no"),
+        ("What is Jean Gabriel Marie's occupation?", "Jean Gabriel Marie was a politician.",
+         "Jean Gabriel Marie (1907–1970) was a French composer.", "no"),
+        ("What sport does Meade play?", "Meade plays fencing.",
+         "He also plays football for the Montserrat football team as a goalkeeper.", "no"),
+        # the answer in the evidence's own words still holds
+        ("In what city was Gyula Czimra born?", "was born in Budapest.",
+         "Czimra Gyula (Budapest, 1901 - Budapest, 1966) was a Hungarian footballer.", "partially"),
+        ("What is John D. Maurice's occupation?", "Maurice was a journalist.",
+         "John D. Maurice is an American journalist.", "fully"),
+    ],
+)
+def test_a_claim_must_hold_its_answer_words(question, claim, evidence, verdict):
+    from program.selfcheck import answer_words, lexical_support
+
+    assert lexical_support(claim, evidence, question) == verdict
+    assert answer_words("Maurice was a politician.", "What is John D. Maurice's occupation?") == {"politician"}
+
+
+def test_without_the_question_a_claim_is_checked_as_before():
+    from program.selfcheck import lexical_support
+
+    # half the claim's words: partially supported when the question is unknown (adversarial rows)
+    assert lexical_support("Maurice was a politician.", "John D. Maurice is an American journalist.") == "partially"

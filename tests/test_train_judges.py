@@ -67,3 +67,45 @@ def test_f1_of_kept_strips():
 @pytest.mark.parametrize("best,action", [(0.7, "correct"), (0.3, "ambiguous"), (0.05, "incorrect")])
 def test_action_of(best, action):
     assert action_of(best, 0.1, 0.6) == action
+
+
+class _BatchKB:
+    """The same passages for every question, through ``search_batch`` as the judges' data reads it."""
+
+    def __init__(self, texts):
+        from program.types import Passage
+
+        self.passages = [Passage(id=f"doc{i}#0", text=t, score=0.5) for i, t in enumerate(texts)]
+
+    def search_batch(self, queries, k):
+        return [self.passages[:k] for _ in queries]
+
+
+def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
+    from tests.test_judges import WordEmbedder
+
+    kb = _BatchKB(["Czimra Gyula (Budapest, 1901 - Budapest, 1966) was a Hungarian footballer. "
+                   "He played as a midfielder for Ferencvaros. Czimra won two league titles."])
+    questions = [{"id": "popqa-1", "question": "In what city was Gyula Czimra born?", "relation": "place of birth",
+                  "subject": "Gyula Czimra", "possible_answers": ["Budapest"]},
+                 {"id": "popqa-2", "question": "In what city was Anna Berg born?", "relation": "place of birth",
+                  "subject": "Anna Berg", "possible_answers": ["Oslo"]}]
+    pairs = jd.popqa_support_pairs(questions, kb, WordEmbedder())
+    # only the first question's subject has an answering strip; its claims: the gold answer
+    # (supported), another question's answer (Oslo), the gold answer against strips without it
+    assert pairs.groups == ["popqa-1"] * 3
+    assert pairs.labels == [1, 0, 0]
+    from optimize.judge_data import support_pair_features  # noqa: F401 - rows are its features
+    from program.judges.features import SUPPORT_NAMES
+
+    lexical = [row[SUPPORT_NAMES.index("lexical_verdict")] for row in pairs.dense]
+    assert lexical[1] == 0.0  # "was born in Oslo." names a city the evidence does not
+
+
+def test_support_thresholds_weigh_the_popqa_claims_too():
+    from optimize.train_judges import calibrate_support_sets
+
+    targets, scores = [1.0, 0.5, 0.0], np.array([0.9, 0.5, 0.1])
+    # PopQA claims: supported ones score .3-.4, wrong ones .2: "partially" must sit at or below .3
+    lo, hi, mean = calibrate_support_sets(targets, scores, [1, 1, 0, 0], [0.3, 0.4, 0.2, 0.2])
+    assert mean == 1.0 and 0.2 < lo <= 0.3 and 0.5 < hi <= 0.9

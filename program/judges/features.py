@@ -30,7 +30,8 @@ PASSAGE_NAMES = ["cosine", "name_coverage", "name_phrase", "name_early", "no_nam
                  "log_words", "stale_cues"]
 STRIP_NAMES = PASSAGE_NAMES + ["pronoun_start", "passage_name_coverage", "passage_cosine"]
 SUPPORT_NAMES = ["coverage_best", "coverage_all", "name_coverage", "names_missing", "numbers_missing",
-                 "negation_mismatch", "cosine_best", "cosine_all", "lexical_verdict", "log_claim_words"]
+                 "negation_mismatch", "cosine_best", "cosine_all", "lexical_verdict", "log_claim_words",
+                 "answer_coverage_best", "answer_coverage_all"]
 
 
 def entity_names(question: str) -> set[str]:
@@ -117,7 +118,7 @@ def evidence_sentences(evidence: str) -> list[str]:
 
 
 def support_features(claim: str, sentences: list[str], cosines: list[float], cosine_all: float,
-                     lexical_verdict: float) -> list[float]:
+                     lexical_verdict: float, question: str = "") -> list[float]:
     """Signals that the evidence states the claim (MiniCheck's question, answered cheaply).
 
     Args:
@@ -126,6 +127,9 @@ def support_features(claim: str, sentences: list[str], cosines: list[float], cos
         cosines: cosine of the claim with each sentence, same order.
         cosine_all: cosine of the claim with the whole evidence.
         lexical_verdict: ``program.selfcheck.lexical_support`` as 1.0 / 0.5 / 0.0.
+        question: the question the claim answers ("" when unknown): the share of the claim's
+            answer words (``program.selfcheck.answer_words``) in the best sentence and in
+            the whole evidence are features too.
 
     Returns:
         ``len(SUPPORT_NAMES)`` floats. The "best" sentence is the one with the most of the
@@ -138,8 +142,14 @@ def support_features(claim: str, sentences: list[str], cosines: list[float], cos
     evidence_words = set(words(evidence))
     missing_names = claim_names - evidence_words
     missing_numbers = numbers(claim) - numbers(evidence)
+    asserted = content_words(claim) - content_words(question)
+
+    def answer_coverage(text: str) -> float:
+        return len(asserted & content_words(text)) / len(asserted) if asserted else 1.0
+
     return [coverage(claim, best), coverage(claim, evidence),
             1.0 - len(missing_names) / len(claim_names) if claim_names else 1.0,
             float(len(missing_names)), float(len(missing_numbers)),
             float(has_negation(claim) != has_negation(best)), max(cosines, default=0.0) if cosines else best_cos,
-            cosine_all, lexical_verdict, math.log1p(len(claim.split()))]
+            cosine_all, lexical_verdict, math.log1p(len(claim.split())),
+            max((answer_coverage(s) for s in sentences), default=0.0), answer_coverage(evidence)]

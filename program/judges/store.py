@@ -184,12 +184,13 @@ class JudgeSet:
             scores.append(judge.score(dense, cues))
         return scores
 
-    def support_score(self, claim: str, evidence: str, lexical_verdict: float) -> float:
-        """Probability in [0, 1] that ``evidence`` states ``claim`` (Self-RAG IsSup)."""
+    def support_score(self, claim: str, evidence: str, lexical_verdict: float, question: str = "") -> float:
+        """Probability in [0, 1] that ``evidence`` states ``claim`` (Self-RAG IsSup; MiniCheck's
+        check). ``question``: the question the claim answers, whose words are not evidence of it."""
         sentences = evidence_sentences(evidence) or [evidence]
         vectors = self._encode([claim, evidence[:2000]] + sentences)
         cosines = (vectors[2:] @ vectors[0]).tolist()
-        dense = support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict)
+        dense = support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict, question)
         return self.judges["support"].score(dense)
 
     def support_verdict(self, score: float) -> str:
