@@ -281,3 +281,17 @@ def test_the_support_judge_reads_the_claims_answer_words(fake_lm):
     assert wrong[0].support == "no" and wrong[0].score == pytest.approx(1 / (1 + np.exp(4.0)), abs=1e-4)
     assert right[0].support == "fully"
     assert fake_lm.calls["CheckClaimSupport"] == 0
+
+
+def test_a_retry_that_holds_up_less_does_not_replace_a_supported_answer(fake_lm):
+    # failing PopQA dev question: "Warlick was born in Hickory, North Carolina." was fully supported,
+    # scored low on usefulness, and its stricter retry's unsupported answer replaced it: a fallback
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Jane Roe [1]."}
+    fake_lm.rules[signatures.GenerateStrictAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    program = CRAG(ListKnowledgeBase([FOUNDING]), web=FakeWeb([]), judges=toy_judges())
+    result = program(question=Q)
+    assert result.retried and fake_lm.calls["GenerateStrictAnswer"] == 1
+    assert not result.fallback and result.answer == "Jane Roe [1]."
+    assert "the stricter retry held up less ((0, 0.0) < (1, 1.0)): the first answer stands" in result.trace.events
