@@ -41,7 +41,7 @@ from pathlib import Path
 import faiss
 
 from program.retrieval.chunking import Chunk, chunk_document
-from program.retrieval.corpus import list_source_files, load_documents
+from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
@@ -80,8 +80,14 @@ def file_sha256(path: Path) -> str:
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
     files, _ = list_source_files(source_path)
-    return {(f.name if source_path.is_file() else f.relative_to(source_path).as_posix()): file_sha256(f)
-            for f in files}
+    out = {}
+    for f in files:
+        try:
+            digest = file_sha256(f)
+        except OSError as exc:
+            raise CorpusError(f"cannot read {f}: {exc.strerror or exc}") from None
+        out[f.name if source_path.is_file() else f.relative_to(source_path).as_posix()] = digest
+    return out
 
 
 class KnowledgeBase:
