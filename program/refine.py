@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import dspy
 import numpy as np
 
+from program.caps import report_cap
 from program.lm import CRITIQUE_CONFIG
 from program.text import clean_copy, coverage, is_none
 from program.types import Passage, Strip
@@ -158,7 +159,10 @@ class KnowledgeRefiner(dspy.Module):
         graded = strips if trained else ask
         order = {p.id: n for n, p in enumerate(passages)}
         ranked = sorted(graded, key=lambda s: (-s.relevance, order.get(s.source_id, 0), s.position))
-        kept = [s for s in ranked if s.relevance >= threshold][: self.max_strips]
+        above = [s for s in ranked if s.relevance >= threshold]
+        kept = above[: self.max_strips]
+        if len(above) > self.max_strips:
+            report_cap("strips", self.max_strips, f"kept the best {self.max_strips} of {len(above)} strips above {threshold}")
         rescued = ""
         if not kept and relevant_ids and trained:
             kept = [s for s in ranked if s.source_id in set(relevant_ids)][: self.fallback_strips]
