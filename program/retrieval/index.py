@@ -143,7 +143,8 @@ class KnowledgeBase:
             ValueError: invalid chunking parameters or index spec.
             EmbeddingError: the embedding model cannot be loaded.
         """
-        source, index_dir = Path(source_path).resolve(), Path(index_dir).resolve()
+        # absolute, symlinks kept: a corpus file linked as kb.jsonl keeps its name and type
+        source, index_dir = Path(os.path.abspath(source_path)), Path(index_dir).resolve()
         emb = embedder or get_embedder()
         chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens,
                     "overlap_tokens": overlap_tokens, "token_estimate": "ceil(whitespace_words*1.3)",
