@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dspy
 
+from program.adapter import inputs_as_data
 from program.caps import CapReached, QuestionCaps, guarded
 from program.cost import step
 from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
@@ -120,7 +121,7 @@ class CRAG(dspy.Module):
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
         trace = Trace()
-        with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard:
+        with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
                 return self._forward(question, trace)
             except CapReached as cap:  # bounded work (program.caps): stop with the honest fallback
