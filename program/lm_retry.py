@@ -6,7 +6,8 @@ question then ends in "I don't have reliable information" as if the knowledge ba
 :class:`RetryingLM` makes a served LM fail loudly and boundedly instead:
 
 * each call has a timeout (``lm_timeout`` seconds, or the question's time left when less);
-* a rate limit (429), a server error (5xx), a timeout or a lost connection is retried at most
+* a rate limit (429), a server error (5xx), a timeout, a lost connection or a response that
+  breaks the protocol (a body cut off) is retried at most
   ``retries`` times, after ``backoff * 2**n`` seconds or the server's ``Retry-After``, whichever
   the server asks, but never more than ``max_wait`` seconds nor past the question's deadline;
 * when the retries are spent (or the failure cannot be retried: a bad key, an unknown model),
@@ -24,12 +25,19 @@ import time
 from contextvars import ContextVar
 
 import dspy
-from dspy.utils.exceptions import LMAuthError, LMBillingError, LMError, LMUnsupportedModelError, is_retryable_lm_error
+from dspy.utils.exceptions import (LMAuthError, LMBillingError, LMError, LMProviderError, LMUnsupportedModelError,
+                                   is_retryable_lm_error)
 
 from program.caps import CapReached, current_guard
 
 # failures that no retry and no other prompt will fix: the question cannot be answered
 _FATAL = (LMAuthError, LMBillingError, LMUnsupportedModelError)
+
+
+def _retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts, lost connections, and a provider answer that breaks the protocol
+    (a bare ``LMProviderError``: a body that is not JSON, a response without choices)."""
+    return is_retryable_lm_error(exc) or type(exc) is LMProviderError
 
 
 class LMServiceError(RuntimeError):
@@ -42,7 +50,7 @@ _RETRY_PENDING: ContextVar[bool] = ContextVar("crag_lm_retry_pending", default=F
 def will_retry(exc: BaseException | None) -> bool:
     """True when ``exc``, raised by an LM call now ending, is about to be retried by a
     :class:`RetryingLM` (for callbacks that watch LM failures: the attempt is not the last)."""
-    return exc is not None and _RETRY_PENDING.get() and is_retryable_lm_error(exc)
+    return exc is not None and _RETRY_PENDING.get() and _retryable(exc)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -92,12 +100,12 @@ class RetryingLM(dspy.LM):
                 return super().__call__(*args, **kwargs)
             except LMError as exc:
                 last = attempt == attempts - 1
-                if isinstance(exc, _FATAL) or (not last and not is_retryable_lm_error(exc)):
+                if isinstance(exc, _FATAL) or (not last and not _retryable(exc)):
                     if isinstance(exc, _FATAL):
                         raise self._fail(guard, f"{_first_line(exc)}")
                     raise  # an invalid request (a prompt too long...): the predictor's problem
                 if last:
-                    if not is_retryable_lm_error(exc):
+                    if not _retryable(exc):
                         raise
                     raise self._fail(guard, f"{_first_line(exc)} after {attempts} attempt(s)")
                 wait = self._wait(exc, attempt)
