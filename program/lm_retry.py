@@ -21,6 +21,7 @@ garbage) are not service failures: the judges treat them as unparseable and say 
 
 from __future__ import annotations
 
+import math
 import time
 from contextvars import ContextVar
 
@@ -94,7 +95,7 @@ class RetryingLM(dspy.LM):
             if guard is not None:
                 guard.check("before an LM call")
                 if self.timeout is not None and guard.remaining() < self.timeout:
-                    kwargs["timeout"] = max(1, int(guard.remaining()) + 1)  # whole seconds: few distinct clients
+                    kwargs["timeout"] = max(1, math.ceil(guard.remaining()))  # whole seconds: few distinct clients
             token = _RETRY_PENDING.set(attempt < attempts - 1)
             try:
                 return super().__call__(*args, **kwargs)
