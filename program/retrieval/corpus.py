@@ -128,13 +128,14 @@ def _skip_reason(f: Path) -> str:
     return f"unsupported type {f.suffix or '(none)'}"
 
 
-def load_documents(path: str | Path, report: dict | None = None) -> list[Document]:
+def load_documents(path: str | Path, report: dict | None = None, progress=None) -> list[Document]:
     """Load every document under ``path`` (a file or a folder).
 
     Args:
         path: a supported file, or a folder searched recursively.
         report: optional dict, filled with ``files`` (count read), ``skipped_files`` (list of
             unsupported paths), ``empty_documents`` (count of documents with no text, dropped).
+        progress: optional callback ``(files_done, files_total)``, called after each file.
 
     Returns:
         Documents in deterministic order (sorted files, then line order).
@@ -148,13 +149,15 @@ def load_documents(path: str | Path, report: dict | None = None) -> list[Documen
         log.info("corpus %s: skipped %d unsupported file(s)", root, len(skipped))
     docs: list[Document] = []
     empty = 0
-    for f in files:
+    for n, f in enumerate(files, start=1):
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         for doc in _load_file(f, rel):
             if doc.text.strip():
                 docs.append(doc)
             else:
                 empty += 1
+        if progress is not None:
+            progress(n, len(files))
     if report is not None:
         report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty)
     if not docs:

@@ -18,7 +18,8 @@ On-disk layout of ``index_dir``:
 current files, model and parameters; when only the index spec differs it re-indexes the saved
 vectors (no embedding); otherwise it rebuilds. Writes go to a temporary folder
 beside ``index_dir`` that is then renamed into place, so a crash never leaves a half-written
-index (at worst the old index is gone and the next ``build`` rebuilds).
+index: a writer killed between the two renames leaves the previous index beside the folder,
+and the next ``load`` or ``build`` puts it back (``recover_interrupted_write``).
 
 What gets embedded for a chunk is its title, heading (when different) and text on separate
 lines; ``Chunk.text`` itself stays unprefixed.
@@ -43,6 +44,7 @@ import faiss
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.progress import BuildProgress
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 from program.types import Passage
@@ -127,7 +129,8 @@ class KnowledgeBase:
     @classmethod
     def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
               target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
-              force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True) -> "KnowledgeBase":
+              force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True,
+              progress: bool | None = None) -> "KnowledgeBase":
         """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
 
         Reuses the saved index without embedding when files (sha256), embedding model and
@@ -137,6 +140,8 @@ class KnowledgeBase:
         ``with_vocabulary`` (default) also collects and embeds the knowledge base's terms
         (:attr:`vocabulary`, for :meth:`candidate_terms`) and saves them with the index; False
         leaves them to be built if they are ever needed (e.g. a web-page index that is only searched).
+        ``progress`` shows bars on stderr while building (files read, chunks and terms embedded, with
+        rate and time left); None: when ``$CRAG_PROGRESS`` or a terminal asks (:mod:`.progress`).
 
         Raises:
             CorpusError: the corpus is missing, malformed or empty.
@@ -153,6 +158,7 @@ class KnowledgeBase:
         files = _fingerprint(source)
         expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,
                     "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
+        recover_interrupted_write(index_dir)
         if not force and (index_dir / MANIFEST_FILE).is_file():
             try:
                 kb = cls.load(index_dir, embedder=emb)
@@ -167,14 +173,15 @@ class KnowledgeBase:
 
         t0 = time.perf_counter()
         report: dict = {}
-        docs = load_documents(source, report=report)
+        bars = BuildProgress(progress)
+        docs = load_documents(source, report=report, progress=bars.file_read)
         chunks = [c for d in docs for c in chunk_document(d, target_tokens, max_tokens, overlap_tokens)]
-        vecs = emb.encode([embed_text(c) for c in chunks])
+        vecs = bars.embedder(emb, "chunks").encode([embed_text(c) for c in chunks])
         if vecs.shape != (len(chunks), emb.dimensions):
             raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
                                      f"expected {(len(chunks), emb.dimensions)}")
         faiss_index = build_index(spec, vecs)
-        vocabulary = build_vocabulary(chunks, vecs, emb) if with_vocabulary else None
+        vocabulary = build_vocabulary(chunks, vecs, bars.embedder(emb, "terms")) if with_vocabulary else None
         manifest = {**expected, "index": spec.to_manifest(), "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
@@ -222,6 +229,7 @@ class KnowledgeBase:
                 model differs from the manifest's.
         """
         index_dir = Path(index_dir)
+        recover_interrupted_write(index_dir)
         missing = [n for n in (MANIFEST_FILE, INDEX_FILE, CHUNKS_FILE) if not (index_dir / n).is_file()]
         if missing:
             raise IndexNotFoundError(f"no knowledge-base index at {index_dir} (missing {', '.join(missing)}); "
@@ -341,12 +349,52 @@ def _vocabulary_stamp(manifest: dict) -> dict:
             "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_interrupted_write(index_dir: Path) -> None:
+    """Undo what a writer killed inside :func:`_write_atomic` left beside ``index_dir``.
+
+    Killed between its two renames, it left no ``index_dir`` and the previous index as
+    ``.NAME.old-PID-NS``: that is renamed back. Temporary folders ``.NAME.tmp-PID-*`` and old
+    copies of writers that are no longer running are removed. Never raises (a read-only parent
+    folder is left as it is).
+    """
+    index_dir = Path(index_dir)
+    parent = index_dir.parent
+    if not parent.is_dir():
+        return
+    prefix = f".{index_dir.name}."
+    try:
+        # name after the prefix: "tmp-PID-RANDOM" or "old-PID-NANOSECONDS"
+        leftovers = {p: p.name[len(prefix):].split("-") for p in parent.iterdir() if p.name.startswith(prefix)}
+        olds = sorted((p for p, parts in leftovers.items() if parts[0] == "old" and parts[-1].isdigit()),
+                      key=lambda p: int(leftovers[p][-1]))
+        if not index_dir.exists() and olds and (olds[-1] / MANIFEST_FILE).is_file():
+            log.warning("index %s: restoring the previous index left by an interrupted write", index_dir)
+            os.replace(olds.pop(), index_dir)
+        for p, parts in leftovers.items():
+            if p.exists() and len(parts) >= 3 and parts[1].isdigit() and not _pid_alive(int(parts[1])):
+                shutil.rmtree(p, ignore_errors=True)
+    except OSError as exc:
+        log.warning("index %s: cannot clean up after an interrupted write: %s", index_dir, exc)
+
+
 def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
                   vocabulary: Vocabulary | None = None) -> None:
     """Write the three files (and the vocabulary's two, when given) into a temp folder beside
-    ``index_dir``, then swap it into place."""
+    ``index_dir``, then swap it into place. A kill leaves the previous index, or (between the two
+    renames) the previous index beside it, which :func:`recover_interrupted_write` puts back.
+    Raises ``OSError`` (a full disk) with the previous index untouched."""
     index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-", dir=index_dir.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-{os.getpid()}-", dir=index_dir.parent))
     try:
         faiss.write_index(index, str(tmp / INDEX_FILE))
         with open(tmp / CHUNKS_FILE, "w", encoding="utf-8") as f:
