@@ -57,7 +57,13 @@ def save_compiled(program, manifest: dict, directory: str | Path = COMPILED_DIR)
     state_new = directory / (STATE_FILE + PENDING_SUFFIX)
     manifest_new = directory / (MANIFEST_FILE + PENDING_SUFFIX)
     try:
-        program.save(str(state_tmp))
+        try:
+            program.save(str(state_tmp))
+        except RuntimeError as exc:  # DSPy wraps a failed write (a full disk) in a RuntimeError
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, OSError):
+                raise cause from None
+            raise
         json.loads(state_tmp.read_text())  # refuse to install a state file that does not parse
         with open(state_tmp, "rb") as f:
             os.fsync(f.fileno())

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -147,6 +148,7 @@ class KnowledgeBase:
             CorpusError: the corpus is missing, malformed or empty.
             ValueError: invalid chunking parameters or index spec.
             EmbeddingError: the embedding model cannot be loaded.
+            KnowledgeBaseError: the index cannot be written (a full disk); the previous one stays.
         """
         # absolute, symlinks kept: a corpus file linked as kb.jsonl keeps its name and type
         source, index_dir = Path(os.path.abspath(source_path)), Path(index_dir).resolve()
@@ -387,25 +389,42 @@ def recover_interrupted_write(index_dir: Path) -> None:
         log.warning("index %s: cannot clean up after an interrupted write: %s", index_dir, exc)
 
 
+def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None) -> None:
+    """Write and sync the index's files into ``folder``. Raises OSError or faiss's RuntimeError."""
+    faiss.write_index(index, str(folder / INDEX_FILE))
+    with open(folder / CHUNKS_FILE, "w", encoding="utf-8") as f:
+        for c in chunks:
+            f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+    if vocabulary is not None:
+        save_vocabulary(vocabulary, folder, _vocabulary_stamp(manifest))
+    for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
+        with open(folder / name, "rb") as f:
+            os.fsync(f.fileno())
+
+
 def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
                   vocabulary: Vocabulary | None = None) -> None:
     """Write the three files (and the vocabulary's two, when given) into a temp folder beside
     ``index_dir``, then swap it into place. A kill leaves the previous index, or (between the two
     renames) the previous index beside it, which :func:`recover_interrupted_write` puts back.
-    Raises ``OSError`` (a full disk) with the previous index untouched."""
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-{os.getpid()}-", dir=index_dir.parent))
+    Raises ``KnowledgeBaseError`` (one line: a full disk, a read-only folder) with the previous
+    index untouched."""
     try:
-        faiss.write_index(index, str(tmp / INDEX_FILE))
-        with open(tmp / CHUNKS_FILE, "w", encoding="utf-8") as f:
-            for c in chunks:
-                f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        if vocabulary is not None:
-            save_vocabulary(vocabulary, tmp, _vocabulary_stamp(manifest))
-        for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
-            with open(tmp / name, "rb") as f:
-                os.fsync(f.fileno())
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-{os.getpid()}-", dir=index_dir.parent))
+    except OSError as exc:
+        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {exc.strerror or exc}") from None
+    try:
+        _write_files(tmp, index, chunks, manifest, vocabulary)
+    except (OSError, RuntimeError) as exc:  # faiss reports a failed write (a full disk) as RuntimeError
+        shutil.rmtree(tmp, ignore_errors=True)
+        # faiss: "... write error in PATH: 16339 != 29184 (No space left on device)"
+        found = re.search(r"\(([^()]+)\)\s*$", str(exc))
+        reason = getattr(exc, "strerror", None) or (found.group(1) if found else str(exc).strip().splitlines()[-1])
+        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {reason}; "
+                                 "the previous index is unchanged") from None
+    try:
         old = None
         if index_dir.exists():
             old = index_dir.parent / f".{index_dir.name}.old-{os.getpid()}-{time.time_ns()}"
