@@ -107,6 +107,15 @@ class Embedder:
                     raise EmbeddingError(f"cannot load embedding model from {self.model_path}: {exc}") from exc
         return self._model
 
+    def load(self) -> "Embedder":
+        """Load the model now (it loads on the first ``encode`` otherwise); returns self.
+
+        Raises:
+            EmbeddingError: the model cannot be loaded.
+        """
+        self._load()
+        return self
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``.
 

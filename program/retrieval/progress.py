@@ -56,7 +56,7 @@ class BuildProgress:
         if not self.enabled:
             return
         if self._files is None:
-            self._files = self._bar(total, "reading files", " files")
+            self._files = self._bar(total, "reading files", "files")
         self._files.update(done - self._files.n)
         if done >= total:
             self._files.close()
@@ -84,7 +84,9 @@ class ProgressEmbedder:
         texts = list(texts)
         if not self._progress.enabled or not texts:
             return self._embedder.encode(texts)
-        bar = self._progress._bar(len(texts), f"embedding {self._what}", f" {self._what}")
+        if callable(getattr(self._embedder, "load", None)):
+            self._embedder.load()  # before the bar: its rate and time left are the embedding's alone
+        bar = self._progress._bar(len(texts), f"embedding {self._what}", self._what)
         parts = []
         try:
             for start in range(0, len(texts), EMBED_BATCH):
