@@ -127,9 +127,9 @@ BROKEN_CORPORA = {
     "folder with nothing loadable": (_nothing_loadable,
                                      r"empty corpus: no document with text under {path} \(1 supported file\(s\), "
                                      r"2 skipped, 1 empty\); skipped data\.csv: unsupported type \.csv"),
-    "duplicate ids": (_duplicate_ids, r"duplicate document id 'a' in {path}"),
-    "duplicate ids across files": (_duplicate_ids_across_files, r"duplicate document id 'x' in {path}/b\.jsonl "
-                                                                r"\(first seen in {path}/a\.jsonl\)"),
+    "duplicate ids": (_duplicate_ids, r"duplicate document id 'a' at {path}:2 \(first seen at {path}:1\)"),
+    "duplicate ids across files": (_duplicate_ids_across_files, r"duplicate document id 'x' at {path}/b\.jsonl:1 "
+                                                                r"\(first seen at {path}/a\.jsonl:1\)"),
     "missing path": (_missing, r"corpus path does not exist: {path}"),
     "unsupported file type": (_unsupported_file, r"unsupported corpus file type '\.pdf': {path}"),
 }

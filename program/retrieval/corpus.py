@@ -77,6 +77,7 @@ class Document:
         title: document title, may be empty.
         source_path: path of the file it was read from.
         url: the document's URL when known (JSONL ``url``), else empty.
+        line: the 1-based JSONL line it came from; 0 for a whole-file document.
     """
 
     doc_id: str
@@ -84,6 +85,12 @@ class Document:
     title: str
     source_path: str
     url: str = ""
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``path:line`` for a JSONL row, the path for a file."""
+        return f"{self.source_path}:{self.line}" if self.line else self.source_path
 
 
 def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
@@ -169,9 +176,8 @@ def load_documents(path: str | Path, report: dict | None = None, progress=None) 
     seen: dict[str, str] = {}
     for d in docs:
         if d.doc_id in seen:
-            raise CorpusError(f"duplicate document id {d.doc_id!r} in {d.source_path} "
-                              f"(first seen in {seen[d.doc_id]})")
-        seen[d.doc_id] = d.source_path
+            raise CorpusError(f"duplicate document id {d.doc_id!r} at {d.where} (first seen at {seen[d.doc_id]})")
+        seen[d.doc_id] = d.where
     return docs
 
 
@@ -253,7 +259,7 @@ def _load_jsonl(f: Path) -> list[Document]:
         doc_id = next((str(row[k]) for k in ("doc_id", "id", "url") if row.get(k) not in (None, "")),
                       f"{f.stem}-{lineno}")
         docs.append(Document(doc_id, text.strip(), str(row.get("title") or ""), str(f),
-                             str(row.get("url") or "")))
+                             str(row.get("url") or ""), lineno))
     return docs
 
 
