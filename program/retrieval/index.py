@@ -45,6 +45,7 @@ import faiss
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.progress import BuildProgress
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
@@ -349,44 +350,6 @@ def _vocabulary_stamp(manifest: dict) -> dict:
     embedding = manifest.get("embedding") or {}
     return {"model": embedding.get("model"), "dimensions": embedding.get("dimensions"),
             "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def recover_interrupted_write(index_dir: Path) -> None:
-    """Undo what a writer killed inside :func:`_write_atomic` left beside ``index_dir``.
-
-    Killed between its two renames, it left no ``index_dir`` and the previous index as
-    ``.NAME.old-PID-NS``: that is renamed back. Temporary folders ``.NAME.tmp-PID-*`` and old
-    copies of writers that are no longer running are removed. Never raises (a read-only parent
-    folder is left as it is).
-    """
-    index_dir = Path(index_dir)
-    parent = index_dir.parent
-    if not parent.is_dir():
-        return
-    prefix = f".{index_dir.name}."
-    try:
-        # name after the prefix: "tmp-PID-RANDOM" or "old-PID-NANOSECONDS"
-        leftovers = {p: p.name[len(prefix):].split("-") for p in parent.iterdir() if p.name.startswith(prefix)}
-        olds = sorted((p for p, parts in leftovers.items() if parts[0] == "old" and parts[-1].isdigit()),
-                      key=lambda p: int(leftovers[p][-1]))
-        if not index_dir.exists() and olds and (olds[-1] / MANIFEST_FILE).is_file():
-            log.warning("index %s: restoring the previous index left by an interrupted write", index_dir)
-            os.replace(olds.pop(), index_dir)
-        for p, parts in leftovers.items():
-            if p.exists() and len(parts) >= 3 and parts[1].isdigit() and not _pid_alive(int(parts[1])):
-                shutil.rmtree(p, ignore_errors=True)
-    except OSError as exc:
-        log.warning("index %s: cannot clean up after an interrupted write: %s", index_dir, exc)
 
 
 def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None) -> None:
