@@ -208,3 +208,15 @@ def test_a_compile_saved_to_a_full_disk_fails_and_keeps_the_previous_compile(sma
     assert sorted(p.name for p in folder.iterdir()) == ["crag.json", "manifest.json"]
     loaded = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
     assert loaded.lower == 0.3 and loaded(question=QUESTION).answer == ANSWER
+
+
+def test_an_index_write_killed_between_its_renames_is_put_back(tmp_path, embedder, fake_lm):
+    docs = write_corpus(tmp_path / "docs", 0, seed=8)
+    out = tmp_path / "index"
+    KnowledgeBase.build(docs, out, embedder)
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    out.rename(tmp_path / f".index.old-{dead}-1700000000000000000")  # what a kill after the first rename leaves
+    (tmp_path / f".index.tmp-{dead}-x1y2").mkdir()  # and a half-written folder of the dead writer
+    kb = KnowledgeBase.load(out, embedder)
+    assert answer_from(kb, fake_lm) == ANSWER
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "index"]
