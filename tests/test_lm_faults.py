@@ -132,7 +132,7 @@ def test_ask_exits_2_naming_the_endpoint_when_the_lm_is_down(server, tmp_path):
     srv = server(fault="500")
     docs = write_docs(tmp_path / "docs")
     run = subprocess.run([sys.executable, "-m", "program", "ask", QUESTION, "--model", "openai/fake", "--api-base", srv.base,
-                          "--kb", str(docs), "--compiled", "none", "--web", "none"],
+                          "--kb", str(docs), "--compiled", "none", "--web", "none", "--no-cache"],
                          cwd=ROOT, env=program_env(tmp_path / "cache", CRAG_LM_RETRIES="1"), capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 2 and run.stdout == ""
