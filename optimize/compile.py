@@ -418,8 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     if not ok:
         print(f"not saved: {why}", file=sys.stderr)
         return 3
-    save_judges(judges, args.out)
-    save_compiled(program, manifest, args.out)
+    try:
+        save_judges(judges, args.out)
+        save_compiled(program, manifest, args.out)
+    except OSError as exc:  # a full disk: each file is replaced whole or not at all
+        print(f"error: cannot save the compile into {args.out}: {exc.strerror or exc}; "
+              "the files not yet replaced are the previous compile's", file=sys.stderr)
+        return 2
     print(f"saved to {args.out} ({why})")
     return 0
 

@@ -94,6 +94,12 @@ def check_setup(args):
         raise SetupError(f"no compiled program in {args.compiled}")
     if args.k is not None and not 1 <= args.k <= 50:
         raise SetupError(f"-k must be between 1 and 50, got {args.k}")
+    from program.caps import QuestionCaps
+
+    try:
+        QuestionCaps.from_env()
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
     return config
 
 
@@ -101,18 +107,36 @@ def build_program(args, config, *, decide_retrieval: bool | None = None):
     """Load the knowledge base and the (compiled) CRAG program the flags ask for.
 
     ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
-    Raises ``SetupError`` for an unreadable corpus.
+    The caps of ``program.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
+    an unreadable corpus, an index that cannot be written, or a broken compiled folder.
     """
     from program import resources
-    from program.compiled import COMPILED_DIR, has_compiled, load_compiled
-    from program.crag import CRAG
-    from program.retrieval import CorpusError, KnowledgeBaseError
-    from program.web.registry import build_backend
+    from program.caps import QuestionCaps, apply_caps
+    from program.compiled import CompiledError
+    from program.judges import JudgesFileError
+    from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 
     try:
         kb = resources.knowledge_base(resources.kb_location(args.kb))
-    except (CorpusError, KnowledgeBaseError, FileNotFoundError, ValueError) as exc:
+    except (CorpusError, KnowledgeBaseError, EmbeddingError, FileNotFoundError, ValueError) as exc:
         raise SetupError(str(exc)) from None
+    except OSError as exc:  # e.g. no space left for the index: the previous one stays
+        raise SetupError(f"cannot write the index of {args.kb or 'the PopQA knowledge base'}: "
+                         f"{exc.strerror or exc}") from None
+    try:
+        program = _load_program(args, config, kb, decide_retrieval)
+    except (CompiledError, JudgesFileError) as exc:
+        raise SetupError(str(exc)) from None
+    apply_caps(program, QuestionCaps.from_env())
+    return program
+
+
+def _load_program(args, config, kb, decide_retrieval):
+    from program import resources
+    from program.compiled import COMPILED_DIR, has_compiled, load_compiled
+    from program.crag import CRAG
+    from program.web.registry import build_backend
+
     settings = {"k": args.k} if args.k else {}
     if decide_retrieval is None:
         decide_retrieval = args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes")
@@ -132,28 +156,25 @@ def _ask(args) -> int:
 
     from program.crag import QuestionError, validate_question
     from program.lm import configure_lm
+    from program.lm_retry import LMServiceError
     from program.retrieval import KnowledgeBaseError
     from program.tracing import JsonlTrace, StepRecorder
 
-    try:  # before loading anything heavy
+    try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
         config = check_setup(args)
+        program = build_program(args, config)
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
-    try:
-        program = build_program(args, config)
-    except SetupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
     try:
         with dspy.context(callbacks=[recorder] if recorder else []):
             result = program(question=args.question)
-    except KnowledgeBaseError as exc:  # e.g. the database went away and stayed away
+    except (KnowledgeBaseError, LMServiceError) as exc:  # the database or the LM went away and stayed away
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if recorder:
@@ -188,7 +209,7 @@ def _serve(args) -> int:
 
 def _index(args) -> int:
     from program import resources
-    from program.retrieval import CorpusError, KnowledgeBaseError
+    from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
     from program.retrieval.postgres.url import is_database_url
 
     target = resources.kb_location(args.kb)
@@ -205,14 +226,25 @@ def _index(args) -> int:
             print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
             return 2
         kb = resources.knowledge_base(args.path, args.out)
-    except (CorpusError, FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
+    except (CorpusError, FileNotFoundError, KnowledgeBaseError, EmbeddingError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. no space left on the device: the previous index stays
+        print(f"error: cannot write the index of {args.path} into {args.out or resources.index_dir_for(Path(args.path))}: "
+              f"{exc.strerror or exc}; the previous index is unchanged", file=sys.stderr)
         return 2
     out = args.out or resources.index_dir_for(Path(args.path))
     print(f"indexed {len(kb)} chunks from {args.path} into {out}")
     return 0
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning  # a user sees one line per warning, not a source line
     args = _parser().parse_args(argv)
     return {"ask": _ask, "serve": _serve, "index": _index}[args.command](args)

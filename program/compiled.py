@@ -2,12 +2,21 @@
 
 DSPy saves predictors' instructions and demos (``module.save``) but not field types nor
 our thresholds, so the manifest carries the thresholds, the LM, the date, the DSPy version
-and the metrics. Both files are written to a temporary name and renamed into place, so an
-interrupted save never leaves a half-written compiled program.
+and the metrics, and the sha256 of the state it belongs to (``state_sha256``).
+
+Saving: both files are written in full and synced under temporary names (``crag.json.new``,
+``manifest.json.new``), then renamed into place, state first. A save killed before the first
+rename leaves the previous compile; one killed between the two renames leaves the new state
+beside the old manifest and the new manifest pending, which the next load finds by the state's
+sha256 and completes (roll forward). Loading refuses, in one line naming the file
+(:class:`CompiledError`): a state or manifest that is not JSON, thresholds that are not numbers
+in [0, 1] with lower <= upper, and a state whose sha256 is not the manifest's. A compile made
+with another DSPy version loads with a warning (its prompts may behave differently).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -21,28 +30,125 @@ STATE_FILE = "crag.json"
 MANIFEST_FILE = "manifest.json"
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+PENDING_SUFFIX = ".new"
+
+
+class CompiledError(ValueError):
+    """A compiled folder that cannot be loaded; the one-line message names the file and the problem."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def save_compiled(program, manifest: dict, directory: str | Path = COMPILED_DIR) -> Path:
-    """Save ``program``'s DSPy state and ``manifest`` into ``directory``; return the state path."""
+    """Save ``program``'s DSPy state and ``manifest`` (plus ``state_sha256``) into ``directory``;
+    return the state path. An error (a full disk: ``OSError``) leaves the previous compile in place."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     state_tmp = directory / f".{STATE_FILE}.tmp{os.getpid()}.json"
-    program.save(str(state_tmp))
-    json.loads(state_tmp.read_text())  # refuse to install a state file that does not parse
-    os.replace(state_tmp, directory / STATE_FILE)
-    _atomic_write_text(directory / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    state_new = directory / (STATE_FILE + PENDING_SUFFIX)
+    manifest_new = directory / (MANIFEST_FILE + PENDING_SUFFIX)
+    try:
+        try:
+            program.save(str(state_tmp))
+        except RuntimeError as exc:  # DSPy wraps a failed write (a full disk) in a RuntimeError
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, OSError):
+                raise cause from None
+            raise
+        json.loads(state_tmp.read_text())  # refuse to install a state file that does not parse
+        with open(state_tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(state_tmp, state_new)
+        manifest = {**manifest, "state_sha256": _sha256(state_new)}
+        _write_synced(manifest_new, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    except BaseException:
+        for leftover in (state_tmp, state_new, manifest_new):
+            leftover.unlink(missing_ok=True)
+        raise
+    os.replace(state_new, directory / STATE_FILE)  # from here on a load rolls the save forward
+    os.replace(manifest_new, directory / MANIFEST_FILE)
     return directory / STATE_FILE
 
 
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CompiledError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompiledError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise CompiledError(f"{path} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _finish_pending_save(directory: Path, manifest: dict) -> dict:
+    """The manifest that belongs to the state: ``manifest`` itself, or the pending one of a save
+    that was interrupted between its two renames (installed now when the folder is writable)."""
+    state = directory / STATE_FILE
+    expected = manifest.get("state_sha256")
+    if not expected or not state.exists() or _sha256(state) == expected:
+        return manifest
+    pending = directory / (MANIFEST_FILE + PENDING_SUFFIX)
+    if pending.exists():
+        candidate = _read_json(pending)
+        if candidate.get("state_sha256") == _sha256(state):
+            try:
+                os.replace(pending, directory / MANIFEST_FILE)
+            except OSError:
+                pass  # a read-only folder: use it without installing it
+            return candidate
+    raise CompiledError(f"{state} does not match {directory / MANIFEST_FILE} (sha256 {_sha256(state)[:12]}, "
+                        f"the manifest says {expected[:12]}): restore both files or recompile")
+
+
+def _check_thresholds(path: Path, manifest: dict) -> None:
+    thresholds = manifest.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise CompiledError(f"{path}: 'thresholds' must be an object, got {type(thresholds).__name__}")
+    for name in ("lower", "upper"):
+        value = thresholds.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
+            raise CompiledError(f"{path}: thresholds.{name} must be a number in [0, 1], got {value!r}")
+    if thresholds.get("lower", 0) > thresholds.get("upper", 1):
+        raise CompiledError(f"{path}: thresholds.lower {thresholds['lower']} is above thresholds.upper {thresholds['upper']}")
+
+
 def read_manifest(directory: str | Path = COMPILED_DIR) -> dict | None:
-    """The saved manifest, or None when nothing was compiled into ``directory``."""
-    path = Path(directory) / MANIFEST_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    """The saved manifest, or None when nothing was compiled into ``directory``.
+
+    Raises:
+        CompiledError: the manifest is not a JSON object, its thresholds are out of range, or
+            it does not belong to the saved state (see the module docstring).
+    """
+    directory = Path(directory)
+    path = directory / MANIFEST_FILE
+    if not path.exists():
+        return None
+    manifest = _finish_pending_save(directory, _read_json(path))
+    _check_thresholds(path, manifest)
+    return manifest
+
+
+def check_dspy_version(directory: str | Path, manifest: dict) -> None:
+    """Warn (one line) when the compile was made with another DSPy major.minor version."""
+    import dspy
+
+    saved = str(manifest.get("dspy_version") or "")
+    running = getattr(dspy, "__version__", "")
+    if saved and saved.split(".")[:2] != running.split(".")[:2]:
+        warnings.warn(f"{Path(directory) / MANIFEST_FILE}: compiled with DSPy {saved}, running {running}; "
+                      "its prompts load but may behave differently (recompile: python -m optimize.compile)",
+                      stacklevel=3)
 
 
 def has_compiled(directory: str | Path = COMPILED_DIR) -> bool:
@@ -62,8 +168,15 @@ def load_state(program, path: str | Path) -> None:
     a warning to recompile.
     """
     path = Path(path)
-    saved = json.loads(path.read_text())
+    saved = _read_json(path)
     current = {name: param.dump_state() for name, param in program.named_parameters()}
+    for name, state in saved.items():
+        if name in current and not (isinstance(state, dict) and isinstance(state.get("signature", {}), dict)):
+            raise CompiledError(f"{path}: the state of {name} is not a predictor's state")
+    unknown = [name for name in saved if name not in current and name != "metadata"]
+    if unknown and not any(name in current for name in saved):
+        raise CompiledError(f"{path} holds no predictor of this program (it has {', '.join(unknown[:3])}): "
+                            "the state of another program")
     for name, state in current.items():
         if name in saved and _field_prefixes(saved[name]) != _field_prefixes(state):
             warnings.warn(f"{path}: {name} was compiled for another signature "
@@ -71,10 +184,13 @@ def load_state(program, path: str | Path) -> None:
                           "Recompile: python -m optimize.compile", stacklevel=2)
             del saved[name]
     own = {name: state for name, state in current.items() if name not in saved}
-    if not own:
-        program.load(str(path))  # DSPy's own loader also warns about dependency version changes
-        return
-    program.load_state({**own, **saved})
+    try:
+        if not own:
+            program.load(str(path))  # DSPy's own loader also warns about dependency version changes
+            return
+        program.load_state({**own, **saved})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CompiledError(f"{path}: cannot load the saved state ({type(exc).__name__}: {exc})") from None
 
 
 LM_THRESHOLDS = {"lower": 0.2, "upper": 0.6}  # GradeRetrieval's score bands (``score_grade``)
@@ -116,6 +232,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
+        CompiledError: a corrupt state or manifest, or a manifest that is not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     from program.crag import CRAG
@@ -125,6 +242,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     if not has_compiled(directory):
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
     manifest = read_manifest(directory)
+    check_dspy_version(directory, manifest)
     judges = load_judges(directory)
     # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
     # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.

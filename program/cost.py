@@ -15,6 +15,7 @@ from contextvars import ContextVar
 
 import dspy
 
+from program.caps import current_guard
 from program.types import StepCost, Trace
 
 
@@ -61,12 +62,20 @@ def step(trace: Trace, name: str):
     Usage: ``with step(trace, "evaluate") as cost: ...``; ``cost.notes`` may be set inside.
     The step is appended to ``trace.steps`` even when the block raises.
 
+    Inside a question run under caps (``program.caps.guarded``), the step first checks them and
+    afterwards adds its calls and tokens to the question's account.
+
     Raises:
         QuestionCancelled: inside ``cancellable(stop)`` once ``stop`` is set; the step does not run.
+        program.caps.CapReached: the question has reached a cap; the step does not run.
+        program.lm_retry.LMServiceError: the LM service failed in this step or before it.
     """
     stop = _STOP.get()
     if stop is not None and stop.is_set():
         raise QuestionCancelled(f"stopped before the {name!r} step")
+    guard = current_guard()
+    if guard is not None:
+        guard.check(f"before the {name!r} step")  # CapReached, or the LM's failure
     history = _history()
     marker = history[-1] if history else None
     cost = StepCost(step=name)
@@ -82,3 +91,5 @@ def step(trace: Trace, name: str):
             cost.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             cost.completion_tokens += int(usage.get("completion_tokens") or 0)
         trace.steps.append(cost)
+    if guard is not None:
+        guard.after_step(cost.lm_calls, cost.prompt_tokens + cost.completion_tokens)

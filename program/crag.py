@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dspy
 
+from program.adapter import inputs_as_data
+from program.caps import CapReached, QuestionCaps, guarded
 from program.cost import step
 from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator, citations_for
@@ -68,7 +70,11 @@ class CRAG(dspy.Module):
     Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
     partially supported ones are kept and flagged; when no claim remains, or there was no
     relevant knowledge at all, the answer is the honest fallback (``FALLBACK_ANSWER``) and
-    ``result.fallback`` is True. ``forward`` raises only ``QuestionError``, for a bad question.
+    ``result.fallback`` is True. A question that reaches its time, token or LM-call cap
+    (``caps``, a ``program.caps.QuestionCaps``; default from the environment) stops before its
+    next step with the fallback, the cap in ``trace.caps_hit``. ``forward`` raises only
+    ``QuestionError`` for a bad question and ``program.lm_retry.LMServiceError`` when the LM
+    service failed after its capped retries.
 
     Example:
         >>> program = CRAG(KnowledgeBase.load(".cache/indexes/popqa"), web=OfflineSnapshotBackend(path))
@@ -115,6 +121,16 @@ class CRAG(dspy.Module):
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
         trace = Trace()
+        with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard, inputs_as_data():
+            try:
+                return self._forward(question, trace)
+            except CapReached as cap:  # bounded work (program.caps): stop with the honest fallback
+                trace.note(f"stopped: {cap}; honest fallback")
+                return CRAGResult(question=question, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode)
+            finally:
+                trace.caps_hit.extend(guard.caps_hit)
+
+    def _forward(self, question: str, trace: Trace) -> CRAGResult:
         if self.decide_retrieval and not self._needs_retrieval(question, trace):
             return self._answer_closed_book(question, trace)
         with step(trace, "retrieve"):

@@ -4,7 +4,10 @@ The embedded default runs the Qwen2.5-Coder GGUF in-process with xllamacpp (llam
 server engine, with prompt-prefix caching), wrapped as a DSPy custom engine
 (``dspy.LM(..., engine=...)``, DSPy 3.4's engine contract: ``complete(Request) -> Response``).
 Any other DSPy model string (``openai/...``, ``ollama_chat/...``, ``hosted_vllm/...``) goes
-through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``.
+through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``. Either
+is a ``program.lm_retry.RetryingLM``: a served model's calls have a timeout (``CRAG_LM_TIMEOUT``,
+60 s) and at most ``CRAG_LM_RETRIES`` (2) bounded retries, then an ``LMServiceError`` naming the
+endpoint; every call first checks the question's time cap (``program.caps``).
 
 Choice, in order: the ``model`` argument, the ``CRAG_LM`` environment variable,
 ``embedded-1.5b``. Critique steps ask for temperature 0 themselves (see ``critique``).
@@ -110,17 +113,22 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
 
     Raises:
         program.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
+        ValueError: a cap variable (``CRAG_LM_RETRIES``, ``CRAG_LM_TIMEOUT``) that is not a number.
     """
+    from program.caps import QuestionCaps
+    from program.lm_retry import RetryingLM
+
     model = model or os.environ.get("CRAG_LM") or DEFAULT_MODEL
     if model in EMBEDDED_MODELS:
         if model not in _ENGINES:
             _ENGINES[model] = LlamaCppEngine(ensure_model_file(model))
-        return dspy.LM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, num_retries=0)
-    api_base = api_base or os.environ.get("CRAG_API_BASE")
-    kwargs = {"api_base": api_base} if api_base else {}
+        return RetryingLM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, retries=0, timeout=None)
+    caps = QuestionCaps.from_env()
+    kwargs = {}
     if os.environ.get("CRAG_API_KEY"):
         kwargs["api_key"] = os.environ["CRAG_API_KEY"]
-    return dspy.LM(model, max_tokens=max_tokens, **kwargs)
+    return RetryingLM(model, api_base=api_base or os.environ.get("CRAG_API_BASE"), retries=caps.lm_retries,
+                      timeout=caps.lm_timeout, max_tokens=max_tokens, **kwargs)
 
 
 def configure_lm(model: str | None = None, api_base: str | None = None) -> dspy.LM:

@@ -1,19 +1,39 @@
-"""The question as the program accepts it: stripped, not empty, within a length cap."""
+"""The question as the program accepts it: stripped, not empty, within a length cap, printable.
+
+Right-to-left and mixed scripts, emoji and format characters (zero-width joiners, bidi marks)
+are ordinary text. C0 and C1 control characters other than tab, newline and carriage return
+(a NUL, an escape sequence, a bell) are refused: no question needs them, and an escape sequence
+in a question would reach terminals and logs that print it.
+"""
 
 from __future__ import annotations
 
+import unicodedata
+
 MAX_QUESTION_CHARS = 2000
+_ALLOWED_CONTROLS = {"\t", "\n", "\r"}
 
 
 class QuestionError(ValueError):
-    """The question is empty or longer than ``MAX_QUESTION_CHARS``."""
+    """The question is empty, longer than ``MAX_QUESTION_CHARS``, or holds a control character."""
 
 
 def validate_question(question: str) -> str:
-    """Return the stripped question; raise ``QuestionError`` if empty or over the length cap."""
+    """Return the stripped question.
+
+    Raises:
+        QuestionError: not a string, empty after stripping, over ``MAX_QUESTION_CHARS``
+            characters, or holding a control character (the message gives its code point and
+            position).
+    """
+    if question is not None and not isinstance(question, str):
+        raise QuestionError(f"the question must be text, got {type(question).__name__}")
     text = (question or "").strip()
     if not text:
         raise QuestionError("the question is empty")
     if len(text) > MAX_QUESTION_CHARS:
         raise QuestionError(f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}")
+    for i, ch in enumerate(text):
+        if ch not in _ALLOWED_CONTROLS and unicodedata.category(ch) == "Cc":
+            raise QuestionError(f"the question holds the control character U+{ord(ch):04X} at position {i + 1}")
     return text

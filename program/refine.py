@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import dspy
 import numpy as np
 
+from program.caps import report_cap
+from program.instructions import set_aside_instructions
 from program.lm import CRITIQUE_CONFIG
 from program.text import clean_copy, coverage, is_none
 from program.types import Passage, Strip
@@ -110,6 +112,10 @@ class KnowledgeRefiner(dspy.Module):
     evaluator's confidence in the passage outranks the strip judge's doubt about each
     sentence. (An LM strip grade of NONE is a verdict, not a doubt: nothing is rescued then.)
 
+    Before decomposition, sentences that address the model ("Ignore all previous instructions
+    and ...", "Note to AI assistants: ...") are set aside (``program.instructions``) and counted
+    in ``last_note``: they are never strips, whatever a judge would score them.
+
     Edge behaviour: a strip whose LM grading output cannot be parsed scores 0 (dropped:
     unverified knowledge is not used) and ``last_note`` counts it. When no strip reaches
     the threshold and no passage was graded relevant, nothing is kept: an irrelevant source
@@ -142,6 +148,9 @@ class KnowledgeRefiner(dspy.Module):
         return _LAST_REPORT.get().note
 
     def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> list[Strip]:
+        # sentences that address the model are not knowledge (program.instructions)
+        cleaned = [set_aside_instructions(p) for p in passages]
+        passages, set_aside = [p for p, _ in cleaned], sum(len(r) for _, r in cleaned)
         strips = [s for p in passages for s in decompose(p, self.strip_words)]
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
@@ -158,13 +167,17 @@ class KnowledgeRefiner(dspy.Module):
         graded = strips if trained else ask
         order = {p.id: n for n, p in enumerate(passages)}
         ranked = sorted(graded, key=lambda s: (-s.relevance, order.get(s.source_id, 0), s.position))
-        kept = [s for s in ranked if s.relevance >= threshold][: self.max_strips]
+        above = [s for s in ranked if s.relevance >= threshold]
+        kept = above[: self.max_strips]
+        if len(above) > self.max_strips:
+            report_cap("strips", self.max_strips, f"kept the best {self.max_strips} of {len(above)} strips above {threshold}")
         rescued = ""
         if not kept and relevant_ids and trained:
             kept = [s for s in ranked if s.source_id in set(relevant_ids)][: self.fallback_strips]
             rescued = f"; none above {threshold}, kept the best {len(kept)} of the relevant passage(s)"
         note = (f"scored {len(graded)} of {len(strips)} strips ({len(ask)} by the LM), kept {len(kept)} "
-                f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else ""))
+                f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else "")
+                + (f"; set aside {set_aside} sentence(s) addressing the model" if set_aside else ""))
         _LAST_REPORT.set(RefineReport(graded=strips, kept=kept, threshold=threshold, note=note))
         return kept
 

@@ -21,7 +21,11 @@ def index_dir_for(source: Path) -> Path:
     """The cache folder for the index of ``source``: ``<cache>/indexes/<name>-<hash of path>``."""
     import hashlib
 
-    digest = hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:10]
+    try:
+        resolved = Path(source).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: the corpus loader names it
+        resolved = Path(os.path.abspath(source))
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
     return cache_root() / "indexes" / f"{Path(source).stem}-{digest}"
 
 

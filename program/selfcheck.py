@@ -17,6 +17,7 @@ import re
 
 import dspy
 
+from program.caps import report_cap
 from program.generation import cited_numbers
 from program.lm import CRITIQUE_CONFIG
 from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, words
@@ -127,9 +128,10 @@ class ClaimChecker(dspy.Module):
         ['fully']
     """
 
-    def __init__(self, extract_single_sentence: bool = False, judges=None):
+    def __init__(self, extract_single_sentence: bool = False, judges=None, max_claims: int = 8):
         super().__init__()
         self.judges = judges
+        self.max_claims = max_claims  # the claims cap (program.caps): the first ones are checked
         self.extract = dspy.Predict(ExtractClaims)
         self.support = dspy.Predict(CheckClaimSupport)
         self.extract_single_sentence = extract_single_sentence
@@ -145,6 +147,10 @@ class ClaimChecker(dspy.Module):
                 texts = [str(c) for c in self.extract(question=question, answer=answer, config=CRITIQUE_CONFIG).claims]
             except Exception:
                 texts = sentences
+        texts = [t for t in texts if str(t).strip()]
+        if len(texts) > self.max_claims:
+            report_cap("claims", self.max_claims, f"checked the first {self.max_claims} of {len(texts)} claims")
+            texts = texts[: self.max_claims]
         claims = []
         for text in texts:
             if not text.strip():

@@ -131,12 +131,15 @@ class Trace:
         web: one record per web search (``program.web_path.WebResult.to_trace``): the question,
             the rewritten query, the backend, the hits, how many the domain scope dropped, the
             pages fetched and the fetch failures, and the error when the web gave nothing.
+        caps_hit: one ``{"cap", "limit", "detail"}`` per cap that stopped or trimmed the work
+            (``program.caps``: seconds, tokens, lm_calls, lm_retries, web_pages, strips, claims).
     """
 
     steps: list[StepCost] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     rewritten_query: str = ""
     web: list[dict] = field(default_factory=list)
+    caps_hit: list[dict] = field(default_factory=list)
 
     # computed fields: pydantic (the service's response model) serialises them, as ``to_dict`` does
     @computed_field

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import dspy
 
+from program.caps import report_cap
 from program.text import clean_copy
 from program.types import Passage
 from program.web.base import SearchHit, WebSearchError
@@ -142,6 +143,8 @@ class WebSearcher(dspy.Module):
         result.dropped_by_scope = len(dropped)
         result.hits = [{"url": h.url, "title": h.title, "snippet": h.snippet, "in_scope": h not in dropped}
                        for h in hits]
+        if len(in_scope) > self.k:
+            report_cap("web_pages", self.k, f"kept the first {self.k} of {len(in_scope)} in-scope hits")
         in_scope = in_scope[: self.k]
         if not hits:
             result.error = f"{name}: no results for {result.query!r}"

@@ -5,6 +5,18 @@ comes from ``tests.fake_lm.FakeLM``'s rules (``tests.conftest.default_rules`` un
 after ``delay`` seconds (a fixed per-call latency standing in for the model). Requests are
 answered in parallel. ``fail=True`` answers every call with HTTP 500 instead.
 
+``fault`` plays a failing or misbehaving model server for the first ``fault_calls`` requests
+(every request when None), then answers normally:
+
+* ``"500"``: HTTP 500; ``"429"``: HTTP 429 with ``Retry-After: retry_after`` seconds;
+* ``"timeout"``: answers only after ``hang`` seconds (past the client's timeout);
+* ``"empty"``: an empty completion; ``"truncated"``: the completion cut in half;
+* ``"bad-body"``: HTTP 200 whose JSON body is cut off;
+* ``"out-of-range"``: every true/false output field answered ``maybe``;
+* ``"garbage"``: a completion of noise without any field marker.
+
+``server.requests`` counts every request, ``server.calls`` the ones answered normally.
+
 Run alone for the service benchmark or by hand:
 ``python -m tests.served_fake_lm --port 8001 --delay 0.05`` then
 ``python -m program serve --model openai/fake --api-base http://127.0.0.1:8001/v1``.
@@ -14,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,14 +43,17 @@ class FakeLMServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False):
+    def __init__(self, rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False,
+                 fault: str | None = None, fault_calls: int | None = None, retry_after: float = 1.0, hang: float = 5.0):
         from tests.conftest import default_rules
         from tests.fake_lm import FakeLM
 
         super().__init__(("127.0.0.1", port), _Handler)
         self.fake = FakeLM(rules or default_rules())
         self.delay, self.fail = delay, fail
+        self.fault, self.fault_calls, self.retry_after, self.hang = fault, fault_calls, retry_after, hang
         self.calls = 0
+        self.requests = 0
         self._lock = threading.Lock()
         self.base = f"http://127.0.0.1:{self.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -58,34 +74,65 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
+        server = self.server
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        if self.server.fail:
+        with server._lock:
+            server.requests += 1
+            fault = server.fault if server.fault_calls is None or server.requests <= server.fault_calls else None
+        if server.fail or fault == "500":
             return self._send(500, {"error": {"message": "the fake model is down", "type": "server_error"}})
+        if fault == "429":
+            return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit_error"}},
+                              {"Retry-After": f"{server.retry_after:g}"})
+        if fault == "timeout":
+            time.sleep(server.hang)
         messages = body.get("messages", [])
         system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
         user = _text(messages[-1].get("content")) if messages else ""
-        time.sleep(self.server.delay)
-        text, n_in, n_out = self.server.fake.reply(system, user)
-        with self.server._lock:
-            self.server.calls += 1
-        self._send(200, {"id": f"cmpl-{self.server.calls}", "object": "chat.completion", "created": 0,
-                         "model": body.get("model", "fake"),
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}],
-                         "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}})
+        time.sleep(server.delay)
+        text, n_in, n_out = server.fake.reply(system, user)
+        text = _misbehave(fault, text)
+        with server._lock:
+            server.calls += fault is None
+        payload = {"id": f"cmpl-{server.requests}", "object": "chat.completion", "created": 0,
+                   "model": body.get("model", "fake"),
+                   "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                   "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
+        self._send(200, payload, cut=fault == "bad-body")
 
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: dict, headers: dict | None = None, cut: bool = False) -> None:
         data = json.dumps(payload).encode()
+        if cut:
+            data = data[: len(data) // 2]
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout)
 
 
-def start(rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False) -> FakeLMServer:
-    """Start the server in a daemon thread and return it (``server.base``, ``server.stop()``)."""
-    server = FakeLMServer(rules, delay, port, fail)
+def _misbehave(fault: str | None, text: str) -> str:
+    """The completion ``text`` as a misbehaving model would send it (see the module docstring)."""
+    if fault == "empty":
+        return ""
+    if fault == "truncated":
+        return text[: len(text) // 2]
+    if fault == "out-of-range":
+        return re.sub(r"(\]\]\n)(True|False)\b", r"\1maybe", text)
+    if fault == "garbage":
+        return "lorem ipsum }{ %% ### 42 <|endoftext|> ¯\\_(ツ)_/¯"
+    return text
+
+
+def start(rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False, **faults) -> FakeLMServer:
+    """Start the server in a daemon thread and return it (``server.base``, ``server.stop()``);
+    ``faults``: ``fault``, ``fault_calls``, ``retry_after``, ``hang`` (see the module docstring)."""
+    server = FakeLMServer(rules, delay, port, fail, **faults)
     server.thread.start()
     return server
 

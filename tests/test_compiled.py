@@ -63,6 +63,9 @@ def test_a_state_compiled_for_another_signature_is_not_loaded_into_the_new_one(t
                    {"prefix": "Strips:", "description": "numbered knowledge strips"},
                    {"prefix": "Answer Spans:", "description": "one line per answering strip"}]}
     (tmp_path / "crag.json").write_text(json.dumps(state))
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    del manifest["state_sha256"]  # an old compile's manifest, saved before the state's sha256 was recorded
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(UserWarning, match="refiner.grade was compiled for another signature"):
         loaded = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
     assert loaded.refiner.grade.signature.instructions.startswith("Copy from the knowledge strip the words")

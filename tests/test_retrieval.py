@@ -96,10 +96,11 @@ def test_corpus_errors(tmp_path):
         load_documents(tmp_path / "dup.jsonl")
 
 
-def test_non_utf8_bytes_are_replaced(tmp_path):
+def test_non_utf8_bytes_are_refused_with_their_offset(tmp_path):
+    # replacing them indexed "Caf\ufffd au lait", which no search for "café" finds
     (tmp_path / "latin.txt").write_bytes(b"Caf\xe9 au lait")
-    (doc,) = load_documents(tmp_path / "latin.txt")
-    assert doc.text == "Caf\ufffd au lait"
+    with pytest.raises(CorpusError, match=r"latin\.txt is not UTF-8 text: byte 0xe9 at offset 3 \(line 1\)"):
+        load_documents(tmp_path / "latin.txt")
 
 
 # ---------------------------------------------------------------- chunking

@@ -13,7 +13,7 @@ A query containing "nothing" gets no results; "explode" gets an HTTP 500.
 Pages: /pages/acme.html (boilerplate around the content), /pages/latin1.html (ISO-8859-1 in the
 header), /pages/meta1252.html (windows-1252 in a meta tag only), /pages/notes.txt,
 /pages/danube.html (off topic), /redirect/1 → /redirect/2 → /pages/acme.html, /redirect/loop,
-/redirect/private (→ 10.0.0.1), /pages/big.html (200 KB), /pages/slow.html (answers after
+/redirect/private (→ 10.0.0.1), /redirect/to?url=U (→ U), /pages/big.html (200 KB), /pages/slow.html (answers after
 1.5 s), /pages/error.html (500), /pages/doc.pdf, /pages/missing.html (404), /flaky (503 once).
 """
 
@@ -126,7 +126,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(500, "internal error")
             return handler(path, query, body, q)
         if provider == "redirect":
-            return self._redirects(path)
+            return self._redirect(query["url"]) if path == "/redirect/to" else self._redirects(path)
         if path == "/flaky":
             self.server.flaky_calls += 1
             return self._send(503, "busy") if self.server.flaky_calls == 1 else self._send(200, ACME_HTML)

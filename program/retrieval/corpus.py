@@ -11,18 +11,25 @@ Supported inputs (a single file, or a folder searched recursively in sorted path
   footer (and similar) elements; block elements become paragraphs, ``<h1>``–``<h6>`` become
   Markdown headings (so the chunker sees them); title from ``<title>``.
 
-Bytes that are not UTF-8 are decoded with U+FFFD replacement characters.
+Every file must be UTF-8 text (a leading BOM is dropped): a file holding a NUL byte is refused
+as binary, one with bytes that are not UTF-8 is refused with the offset of the first (convert it,
+e.g. ``iconv -f latin1 -t utf-8``), rather than indexing replacement characters. One document
+(a JSONL line, or a Markdown, text or HTML file) may hold at most ``max_document_bytes()``
+bytes (10 MiB, ``$CRAG_MAX_DOCUMENT_BYTES``): a 50 MB line is a broken export, not a document.
 
-Errors: :class:`CorpusError` (a ``ValueError``) for a missing path, a malformed JSONL line
-(message names the file and 1-based line number), a duplicate document id, a single file with
-an unsupported extension, or a corpus with no non-empty document. Unsupported files inside a
-folder are skipped and counted in the optional ``report`` dict.
+Errors: :class:`CorpusError` (a ``ValueError``) whose one-line message names the file (and line)
+and the problem: a missing path, a broken or looping symlink, an unreadable file, a binary or
+non-UTF-8 file, a document over the size cap, a malformed JSONL line (1-based line number), a
+duplicate document id, a single file with an unsupported extension, or a corpus with no
+non-empty document (the message lists what was skipped). Unsupported files and unresolvable
+symlinks inside a folder are skipped and listed in the optional ``report`` dict.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +47,24 @@ _BLOCK_TAGS = ["p", "div", "li", "ul", "ol", "pre", "blockquote", "table", "tr",
                "section", "article", "main", "figcaption", "br", "hr"]
 
 
+DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
+
+
 class CorpusError(ValueError):
     """The corpus cannot be loaded; the message says which file (and line) and why."""
+
+
+def max_document_bytes() -> int:
+    """The size cap of one document in bytes: ``$CRAG_MAX_DOCUMENT_BYTES``, else 10 MiB."""
+    raw = os.environ.get("CRAG_MAX_DOCUMENT_BYTES")
+    try:
+        return int(raw) if raw else DEFAULT_MAX_DOCUMENT_BYTES
+    except ValueError:
+        raise CorpusError(f"CRAG_MAX_DOCUMENT_BYTES must be a whole number of bytes, got {raw!r}") from None
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB"
 
 
 @dataclass
@@ -54,6 +77,7 @@ class Document:
         title: document title, may be empty.
         source_path: path of the file it was read from.
         url: the document's URL when known (JSONL ``url``), else empty.
+        line: the 1-based JSONL line it came from; 0 for a whole-file document.
     """
 
     doc_id: str
@@ -61,6 +85,12 @@ class Document:
     title: str
     source_path: str
     url: str = ""
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``path:line`` for a JSONL row, the path for a file."""
+        return f"{self.source_path}:{self.line}" if self.line else self.source_path
 
 
 def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
@@ -71,6 +101,8 @@ def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
     """
     p = Path(path)
     if not p.exists():
+        if p.is_symlink():
+            raise CorpusError(f"corpus path {p} is a {_symlink_problem(p)}")
         raise CorpusError(f"corpus path does not exist: {p}")
     if p.is_file():
         if p.suffix.lower() not in SUPPORTED_EXTS:
@@ -78,20 +110,39 @@ def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
                               f"(supported: {', '.join(sorted(SUPPORTED_EXTS))})")
         return [p], []
     files, skipped = [], []
-    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+    for f in sorted(x for x in p.rglob("*") if x.is_file() or (x.is_symlink() and not x.exists())):
         if any(part.startswith(".") for part in f.relative_to(p).parts):
             continue  # hidden files and folders (.git, editor swap files)
-        (files if f.suffix.lower() in SUPPORTED_EXTS else skipped).append(f)
+        (files if f.suffix.lower() in SUPPORTED_EXTS and f.exists() else skipped).append(f)
     return files, skipped
 
 
-def load_documents(path: str | Path, report: dict | None = None) -> list[Document]:
+def _symlink_problem(p: Path) -> str:
+    """``"symlink loop"`` or ``"broken symlink (to X)"`` for a symlink that does not resolve."""
+    try:
+        p.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 reports a loop this way
+        return "symlink loop"
+    except OSError as exc:
+        if getattr(exc, "errno", None) == 40:  # ELOOP
+            return "symlink loop"
+    return f"broken symlink (to {os.readlink(p)})"
+
+
+def _skip_reason(f: Path) -> str:
+    if f.is_symlink() and not f.exists():
+        return _symlink_problem(f)
+    return f"unsupported type {f.suffix or '(none)'}"
+
+
+def load_documents(path: str | Path, report: dict | None = None, progress=None) -> list[Document]:
     """Load every document under ``path`` (a file or a folder).
 
     Args:
         path: a supported file, or a folder searched recursively.
         report: optional dict, filled with ``files`` (count read), ``skipped_files`` (list of
             unsupported paths), ``empty_documents`` (count of documents with no text, dropped).
+        progress: optional callback ``(files_done, files_total)``, called after each file.
 
     Returns:
         Documents in deterministic order (sorted files, then line order).
@@ -105,36 +156,68 @@ def load_documents(path: str | Path, report: dict | None = None) -> list[Documen
         log.info("corpus %s: skipped %d unsupported file(s)", root, len(skipped))
     docs: list[Document] = []
     empty = 0
-    for f in files:
+    for n, f in enumerate(files, start=1):
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         for doc in _load_file(f, rel):
             if doc.text.strip():
                 docs.append(doc)
             else:
                 empty += 1
+        if progress is not None:
+            progress(n, len(files))
     if report is not None:
         report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty)
     if not docs:
+        shown = "; ".join(f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in skipped[:3])
+        more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
         raise CorpusError(f"empty corpus: no document with text under {root} "
-                          f"({len(files)} supported file(s), {len(skipped)} skipped, {empty} empty)")
+                          f"({len(files)} supported file(s), {len(skipped)} skipped, {empty} empty)"
+                          + (f"; skipped {shown}{more}" if shown else ""))
     seen: dict[str, str] = {}
     for d in docs:
         if d.doc_id in seen:
-            raise CorpusError(f"duplicate document id {d.doc_id!r} in {d.source_path} "
-                              f"(first seen in {seen[d.doc_id]})")
-        seen[d.doc_id] = d.source_path
+            raise CorpusError(f"duplicate document id {d.doc_id!r} at {d.where} (first seen at {seen[d.doc_id]})")
+        seen[d.doc_id] = d.where
     return docs
 
 
-def _read_text(f: Path) -> str:
-    return f.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+def read_corpus_bytes(f: Path) -> bytes:
+    """The bytes of corpus file ``f``; raises :class:`CorpusError` (one line) when it cannot be read."""
+    try:
+        return f.read_bytes()
+    except OSError as exc:
+        raise CorpusError(f"cannot read {f}: {exc.strerror or exc}") from None
+
+
+def _read_text(f: Path, *, whole_file_is_one_document: bool) -> str:
+    """``f`` decoded as UTF-8 (BOM dropped). Raises :class:`CorpusError` for an unreadable, binary,
+    non-UTF-8 or (``whole_file_is_one_document``) oversized file."""
+    cap = max_document_bytes()
+    if whole_file_is_one_document:
+        try:
+            size = f.stat().st_size
+        except OSError as exc:
+            raise CorpusError(f"cannot read {f}: {exc.strerror or exc}") from None
+        if size > cap:
+            raise CorpusError(f"{f} is {_mb(size)}; one document may hold at most {_mb(cap)} "
+                              f"(split it, or raise CRAG_MAX_DOCUMENT_BYTES)")
+    data = read_corpus_bytes(f)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise CorpusError(f"{f} is a binary file, not text (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CorpusError(f"{f} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} (line {line}); "
+                          f"convert it, e.g. iconv -f latin1 -t utf-8") from None
 
 
 def _load_file(f: Path, rel: str) -> list[Document]:
     ext = f.suffix.lower()
     if ext in JSONL_EXTS:
         return _load_jsonl(f)
-    text = _read_text(f)
+    text = _read_text(f, whole_file_is_one_document=True)
     if ext in HTML_EXTS:
         title, body = html_to_text(text)
         return [Document(rel, body, title or f.stem, str(f))]
@@ -149,10 +232,15 @@ def _load_file(f: Path, rel: str) -> list[Document]:
 
 def _load_jsonl(f: Path) -> list[Document]:
     docs = []
-    for lineno, line in enumerate(_read_text(f).splitlines(), start=1):
+    cap = max_document_bytes()
+    # split on newlines only: str.splitlines() would also cut at U+2028 inside a JSON string
+    for lineno, line in enumerate(_read_text(f, whole_file_is_one_document=False).split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{f}:{lineno}"
+        if len(line) > cap // 4 and len(line.encode("utf-8")) > cap:
+            raise CorpusError(f"line too long at {where}: {_mb(len(line.encode('utf-8')))}; one document may hold "
+                              f"at most {_mb(cap)} (raise CRAG_MAX_DOCUMENT_BYTES if it is meant)")
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -171,7 +259,7 @@ def _load_jsonl(f: Path) -> list[Document]:
         doc_id = next((str(row[k]) for k in ("doc_id", "id", "url") if row.get(k) not in (None, "")),
                       f"{f.stem}-{lineno}")
         docs.append(Document(doc_id, text.strip(), str(row.get("title") or ""), str(f),
-                             str(row.get("url") or "")))
+                             str(row.get("url") or ""), lineno))
     return docs
 
 

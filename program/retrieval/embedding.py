@@ -96,6 +96,7 @@ class Embedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar per process
                 import torch
                 from sentence_transformers import SentenceTransformer
 
@@ -105,6 +106,15 @@ class Embedder:
                 except Exception as exc:  # noqa: BLE001 - re-raised with the path
                     raise EmbeddingError(f"cannot load embedding model from {self.model_path}: {exc}") from exc
         return self._model
+
+    def load(self) -> "Embedder":
+        """Load the model now (it loads on the first ``encode`` otherwise); returns self.
+
+        Raises:
+            EmbeddingError: the model cannot be loaded.
+        """
+        self._load()
+        return self
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``.

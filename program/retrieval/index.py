@@ -18,7 +18,8 @@ On-disk layout of ``index_dir``:
 current files, model and parameters; when only the index spec differs it re-indexes the saved
 vectors (no embedding); otherwise it rebuilds. Writes go to a temporary folder
 beside ``index_dir`` that is then renamed into place, so a crash never leaves a half-written
-index (at worst the old index is gone and the next ``build`` rebuilds).
+index: a writer killed between the two renames leaves the previous index beside the folder,
+and the next ``load`` or ``build`` puts it back (``recover_interrupted_write``).
 
 What gets embedded for a chunk is its title, heading (when different) and text on separate
 lines; ``Chunk.text`` itself stays unprefixed.
@@ -30,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -41,8 +43,10 @@ from pathlib import Path
 import faiss
 
 from program.retrieval.chunking import Chunk, chunk_document
-from program.retrieval.corpus import list_source_files, load_documents
+from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.interrupted import recover_interrupted_write
+from program.retrieval.progress import BuildProgress
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 from program.types import Passage
@@ -80,8 +84,14 @@ def file_sha256(path: Path) -> str:
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
     files, _ = list_source_files(source_path)
-    return {(f.name if source_path.is_file() else f.relative_to(source_path).as_posix()): file_sha256(f)
-            for f in files}
+    out = {}
+    for f in files:
+        try:
+            digest = file_sha256(f)
+        except OSError as exc:
+            raise CorpusError(f"cannot read {f}: {exc.strerror or exc}") from None
+        out[f.name if source_path.is_file() else f.relative_to(source_path).as_posix()] = digest
+    return out
 
 
 class KnowledgeBase:
@@ -121,7 +131,8 @@ class KnowledgeBase:
     @classmethod
     def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
               target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
-              force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True) -> "KnowledgeBase":
+              force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True,
+              progress: bool | None = None) -> "KnowledgeBase":
         """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
 
         Reuses the saved index without embedding when files (sha256), embedding model and
@@ -131,13 +142,17 @@ class KnowledgeBase:
         ``with_vocabulary`` (default) also collects and embeds the knowledge base's terms
         (:attr:`vocabulary`, for :meth:`candidate_terms`) and saves them with the index; False
         leaves them to be built if they are ever needed (e.g. a web-page index that is only searched).
+        ``progress`` shows bars on stderr while building (files read, chunks and terms embedded, with
+        rate and time left); None: when ``$CRAG_PROGRESS`` or a terminal asks (:mod:`.progress`).
 
         Raises:
             CorpusError: the corpus is missing, malformed or empty.
             ValueError: invalid chunking parameters or index spec.
             EmbeddingError: the embedding model cannot be loaded.
+            KnowledgeBaseError: the index cannot be written (a full disk); the previous one stays.
         """
-        source, index_dir = Path(source_path).resolve(), Path(index_dir).resolve()
+        # absolute, symlinks kept: a corpus file linked as kb.jsonl keeps its name and type
+        source, index_dir = Path(os.path.abspath(source_path)), Path(index_dir).resolve()
         emb = embedder or get_embedder()
         chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens,
                     "overlap_tokens": overlap_tokens, "token_estimate": "ceil(whitespace_words*1.3)",
@@ -146,6 +161,7 @@ class KnowledgeBase:
         files = _fingerprint(source)
         expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,
                     "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
+        recover_interrupted_write(index_dir)
         if not force and (index_dir / MANIFEST_FILE).is_file():
             try:
                 kb = cls.load(index_dir, embedder=emb)
@@ -160,14 +176,15 @@ class KnowledgeBase:
 
         t0 = time.perf_counter()
         report: dict = {}
-        docs = load_documents(source, report=report)
+        bars = BuildProgress(progress)
+        docs = load_documents(source, report=report, progress=bars.file_read)
         chunks = [c for d in docs for c in chunk_document(d, target_tokens, max_tokens, overlap_tokens)]
-        vecs = emb.encode([embed_text(c) for c in chunks])
+        vecs = bars.embedder(emb, "chunks").encode([embed_text(c) for c in chunks])
         if vecs.shape != (len(chunks), emb.dimensions):
             raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
                                      f"expected {(len(chunks), emb.dimensions)}")
         faiss_index = build_index(spec, vecs)
-        vocabulary = build_vocabulary(chunks, vecs, emb) if with_vocabulary else None
+        vocabulary = build_vocabulary(chunks, vecs, bars.embedder(emb, "terms")) if with_vocabulary else None
         manifest = {**expected, "index": spec.to_manifest(), "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
@@ -215,6 +232,7 @@ class KnowledgeBase:
                 model differs from the manifest's.
         """
         index_dir = Path(index_dir)
+        recover_interrupted_write(index_dir)
         missing = [n for n in (MANIFEST_FILE, INDEX_FILE, CHUNKS_FILE) if not (index_dir / n).is_file()]
         if missing:
             raise IndexNotFoundError(f"no knowledge-base index at {index_dir} (missing {', '.join(missing)}); "
@@ -334,23 +352,42 @@ def _vocabulary_stamp(manifest: dict) -> dict:
             "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
 
 
+def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None) -> None:
+    """Write and sync the index's files into ``folder``. Raises OSError or faiss's RuntimeError."""
+    faiss.write_index(index, str(folder / INDEX_FILE))
+    with open(folder / CHUNKS_FILE, "w", encoding="utf-8") as f:
+        for c in chunks:
+            f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+    if vocabulary is not None:
+        save_vocabulary(vocabulary, folder, _vocabulary_stamp(manifest))
+    for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
+        with open(folder / name, "rb") as f:
+            os.fsync(f.fileno())
+
+
 def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
                   vocabulary: Vocabulary | None = None) -> None:
     """Write the three files (and the vocabulary's two, when given) into a temp folder beside
-    ``index_dir``, then swap it into place."""
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-", dir=index_dir.parent))
+    ``index_dir``, then swap it into place. A kill leaves the previous index, or (between the two
+    renames) the previous index beside it, which :func:`recover_interrupted_write` puts back.
+    Raises ``KnowledgeBaseError`` (one line: a full disk, a read-only folder) with the previous
+    index untouched."""
     try:
-        faiss.write_index(index, str(tmp / INDEX_FILE))
-        with open(tmp / CHUNKS_FILE, "w", encoding="utf-8") as f:
-            for c in chunks:
-                f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        if vocabulary is not None:
-            save_vocabulary(vocabulary, tmp, _vocabulary_stamp(manifest))
-        for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
-            with open(tmp / name, "rb") as f:
-                os.fsync(f.fileno())
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-{os.getpid()}-", dir=index_dir.parent))
+    except OSError as exc:
+        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {exc.strerror or exc}") from None
+    try:
+        _write_files(tmp, index, chunks, manifest, vocabulary)
+    except (OSError, RuntimeError) as exc:  # faiss reports a failed write (a full disk) as RuntimeError
+        shutil.rmtree(tmp, ignore_errors=True)
+        # faiss: "... write error in PATH: 16339 != 29184 (No space left on device)"
+        found = re.search(r"\(([^()]+)\)\s*$", str(exc))
+        reason = getattr(exc, "strerror", None) or (found.group(1) if found else str(exc).strip().splitlines()[-1])
+        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {reason}; "
+                                 "the previous index is unchanged") from None
+    try:
         old = None
         if index_dir.exists():
             old = index_dir.parent / f".{index_dir.name}.old-{os.getpid()}-{time.time_ns()}"

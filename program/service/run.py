@@ -36,11 +36,11 @@ def serve(args) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise SetupError(f"--concurrency must be at least 1, got {args.concurrency}")
     config = check_setup(args)
+    program = build_program(args, config, decide_retrieval=True)  # requests may turn it on or off
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
     embedded = (args.model or os.environ.get("CRAG_LM") or "embedded-1.5b") in EMBEDDED_MODELS
-    program = build_program(args, config, decide_retrieval=True)  # requests may turn it on or off
     decide = args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes")
     runner = QuestionRunner(program, lm, web_config=config, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,

@@ -19,6 +19,7 @@ import anyio
 import dspy
 
 from program.cost import cancellable
+from program.lm_retry import LMServiceError, will_retry
 from program.tracing import StepRecorder
 from program.types import CRAGResult
 
@@ -32,6 +33,8 @@ class ServiceError(Exception):
 
 
 def _is_lm_error(exc: BaseException) -> bool:
+    if isinstance(exc, LMServiceError):
+        return True
     module = type(exc).__module__ or ""
     return module.startswith(("litellm", "openai", "httpx", "dspy.utils.exceptions")) or str(exc).startswith("llama.cpp error")
 
@@ -164,6 +167,8 @@ class QuestionRunner:
             stop.set()
             raise ServiceError(504, f"the question took more than {self.timeout:g} s; stopped") from None
         except Exception as exc:
+            if isinstance(exc, LMServiceError):  # names the endpoint and the attempts
+                raise ServiceError(502, str(exc)) from None
             if lm_errors or _is_lm_error(exc):
                 reason = lm_errors[0] if lm_errors else f"{type(exc).__name__}: {exc}"
                 raise ServiceError(502, f"the language model failed: {reason}") from None
@@ -182,6 +187,6 @@ class _LMErrors(dspy.utils.callback.BaseCallback):
         self.errors, self.stop = errors, stop
 
     def on_lm_end(self, call_id, outputs, exception=None):
-        if exception is not None:
+        if exception is not None and not will_retry(exception):
             self.stop.set()
             self.errors.append(f"{type(exception).__name__}: {str(exception).splitlines()[0][:300] if str(exception) else ''}")

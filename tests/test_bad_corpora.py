@@ -1,0 +1,114 @@
+"""Broken corpora through ``ask --kb``, ``index`` (real subprocesses) and the Python API: exit code 2
+and one line naming the file and the problem, never a traceback, never an index written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+
+from program.retrieval import CorpusError
+from tests.broken_inputs import BROKEN_CORPORA, build
+from tests.service_process import ROOT, program_env
+
+NAMES = sorted(BROKEN_CORPORA)
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    """Every broken corpus, built once: ``{name: (path, pattern)}``."""
+    root = tmp_path_factory.mktemp("broken")
+    return {name: build(name, root / re.sub(r"\W+", "-", name)) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def cli_runs(corpora, tmp_path_factory):
+    """``ask --kb PATH`` (default model, nothing else given) and ``index PATH --out`` for every
+    corpus, four processes at a time: ``{(command, name): CompletedProcess}``."""
+    root = tmp_path_factory.mktemp("runs")
+    env = program_env(root / "cache")
+    jobs = {}
+    for name, (path, _) in corpora.items():
+        out = root / "index" / re.sub(r"\W+", "-", name)
+        jobs["ask", name] = [sys.executable, "-m", "program", "ask", "How long does a refund take?", "--kb", str(path)]
+        jobs["index", name] = [sys.executable, "-m", "program", "index", str(path), "--out", str(out)]
+
+    def run(argv):
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = dict(zip(jobs, pool.map(run, jobs.values())))
+    results["index-root"] = root / "index"
+    return results
+
+
+@pytest.mark.parametrize("command", ["ask", "index"])
+@pytest.mark.parametrize("name", NAMES)
+def test_the_cli_refuses_a_broken_corpus_in_one_line(name, command, corpora, cli_runs):
+    run = cli_runs[command, name]
+    _, pattern = corpora[name]
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, run.stderr
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert re.fullmatch(r"error: " + pattern + r".*", lines[0]), lines[0]
+    assert run.stdout == ""
+    if command == "index":
+        assert not (cli_runs["index-root"] / re.sub(r"\W+", "-", name)).exists()  # nothing half-written
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_python_api_raises_a_corpus_error_naming_the_file(name, corpora, tmp_path, embedder):
+    from program import resources
+
+    path, pattern = corpora[name]
+    with pytest.raises(CorpusError) as caught:
+        resources.knowledge_base(path, tmp_path / "index")
+    message = str(caught.value)
+    assert "\n" not in message and re.match(pattern, message), message
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_stray_document_cap_is_configurable(tmp_path, monkeypatch):
+    from program.retrieval import load_documents
+
+    (tmp_path / "a.md").write_text("# A\n\n" + "word " * 300)
+    monkeypatch.setenv("CRAG_MAX_DOCUMENT_BYTES", "1000")
+    with pytest.raises(CorpusError, match=r"a\.md is 0\.0 MB; one document may hold at most 0\.0 MB"):
+        load_documents(tmp_path)
+    monkeypatch.setenv("CRAG_MAX_DOCUMENT_BYTES", "2000")
+    assert load_documents(tmp_path)[0].title == "A"
+
+
+def test_a_json_string_holding_a_line_separator_stays_one_document(tmp_path):
+    # str.splitlines() cut JSONL rows at U+2028, which JSON allows unescaped inside a string
+    from program.retrieval import load_documents
+
+    (tmp_path / "kb.jsonl").write_text('{"id": "a", "text": "one\u2028two"}\n', encoding="utf-8")
+    assert [d.text for d in load_documents(tmp_path / "kb.jsonl")] == ["one\u2028two"]
+
+
+def test_mixed_scripts_and_a_bom_load_as_text(tmp_path):
+    from program.retrieval import load_documents
+
+    (tmp_path / "kb.jsonl").write_bytes("\ufeff".encode() + '{"id": "ar", "text": "الاسترداد خلال 5 أيام. Refund in 5 days. 返金は5日。"}\n'.encode())
+    docs = load_documents(tmp_path / "kb.jsonl")
+    assert docs[0].doc_id == "ar" and docs[0].text.startswith("الاسترداد")
+
+
+def test_the_previous_index_survives_a_broken_update(tmp_path, embedder):
+    from program.retrieval import KnowledgeBase
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "refunds.md").write_text("# Refunds\n\nA refund takes five business days.\n")
+    out = tmp_path / "index"
+    KnowledgeBase.build(docs, out, embedder)
+    before = (out / "manifest.json").read_bytes()
+    (docs / "broken.jsonl").write_text('{"id": "b", "text": \n')
+    with pytest.raises(CorpusError, match="broken.jsonl:1"):
+        KnowledgeBase.build(docs, out, embedder)
+    assert (out / "manifest.json").read_bytes() == before
+    assert KnowledgeBase.load(out, embedder).search("refund", 1)[0].text.startswith("A refund takes five")
+
