@@ -174,7 +174,8 @@ def served_fake_lm():
 @pytest.fixture(scope="session")
 def service(served_fake_lm, tmp_path_factory):
     """``python -m program serve`` as a real process: the served fake LM, a two-document knowledge
-    base, the uncompiled signatures, no web, a step trace file; ``service.trace`` is its path; its
+    base, the uncompiled signatures, no web, every LM call made (``--no-cache``: a cached call has no
+    token counts, so an answer depended on which test asked first), a step trace file; ``service.trace`` is its path; its
     start's output (progress bars forced on) is in ``service.log``."""
     from tests.service_process import ServiceProcess, program_env, write_docs
 
@@ -182,7 +183,7 @@ def service(served_fake_lm, tmp_path_factory):
     docs = write_docs(root / "docs")
     trace = root / "trace.jsonl"
     process = ServiceProcess(["--model", "openai/fake", "--api-base", served_fake_lm.base, "--kb", str(docs),
-                              "--compiled", "none", "--web", "none", "--trace-jsonl", str(trace)],
+                              "--compiled", "none", "--web", "none", "--trace-jsonl", str(trace), "--no-cache"],
                              program_env(root / "cache", CRAG_PROGRESS="1"), root / "serve.log")
     process.trace, process.docs, process.root = trace, docs, root
     yield process

@@ -37,7 +37,7 @@ def test_ask_returns_the_whole_result_as_ask_json_does(service, served_fake_lm):
 
     cli = subprocess.run([sys.executable, "-m", "program", "ask", Q, "--json", "--model", "openai/fake",
                           "--api-base", served_fake_lm.base, "--kb", str(service.docs), "--compiled", "none",
-                          "--web", "none"], cwd=ROOT, env=program_env(service.root / "cli-cache"),  # no cached LM calls
+                          "--web", "none", "--no-cache"], cwd=ROOT, env=program_env(service.root / "cli-cache"),  # every LM call made, as the service
                          capture_output=True, text=True, timeout=180)
     assert cli.returncode == 0, cli.stderr
     assert _timeless(json.loads(cli.stdout)) == _timeless(result)
