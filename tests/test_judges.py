@@ -295,3 +295,22 @@ def test_a_retry_that_holds_up_less_does_not_replace_a_supported_answer(fake_lm)
     assert result.retried and fake_lm.calls["GenerateStrictAnswer"] == 1
     assert not result.fallback and result.answer == "Jane Roe [1]."
     assert "the stricter retry held up less ((0, 0.0) < (1, 1.0)): the first answer stands" in result.trace.events
+
+
+def test_usefulness_borrows_the_passage_choice_of_its_knowledge_base(fake_lm):
+    # failing help-centre dev answers: the trained passage judge scored 30 of 31 right answers
+    # (their key facts) below the retry threshold 0.2, so self-crag retried nearly every answer there
+    import signatures
+    from program.usefulness import UsefulnessJudge
+
+    assert toy_judges(passage="lm").choice("usefulness").use == "lm"
+    assert toy_judges(passage="cascade").choice("usefulness").use == "trained"  # the band is for passages
+    assert toy_judges().choice("usefulness").use == "trained"
+    judges = toy_judges(passage="lm")
+    judges.choices_by_corpus, judges.corpus = {"popqa": {"passage": JudgeChoice("cascade")}}, "popqa"
+    assert judges.choice("usefulness").use == "trained"
+    judges.corpus = "help-centre"
+    fake_lm.rules[signatures.JudgeUsefulness] = lambda i: {"useful": True}
+    assert UsefulnessJudge(judges)(question=Q, answer="Jane Roe [1].") == 1.0
+    assert fake_lm.calls["JudgeUsefulness"] == 1
+    assert toy_judges(usefulness="trained", passage="lm").choice("usefulness").use == "trained"  # measured wins

@@ -126,11 +126,23 @@ class JudgeSet:
 
     def choice(self, judgment: str) -> JudgeChoice:
         """Who decides ``judgment``: the choice measured on the current knowledge base
-        (``use_corpus``), else the overall one, else its trained judge when there is one
-        (usefulness is read by the passage judge, ``program.usefulness``), else the LM."""
-        judge = "passage" if judgment == "usefulness" else judgment
+        (``use_corpus``), else the overall one, else its trained judge when there is one,
+        else the LM.
+
+        Usefulness has no labeled rows of its own; it is read by the passage judge
+        (``program.usefulness``), so it borrows the passage judgment's choice: the LM where the
+        LM judges passages, else the trained judge. A cascade's band was calibrated on passage
+        scores, not answers', so it is not applied to answers.
+        """
         own = self.choices_by_corpus.get(self.corpus, {})
-        return own.get(judgment) or self.choices.get(judgment, JudgeChoice("trained" if judge in self.judges else "lm"))
+        measured = own.get(judgment) or self.choices.get(judgment)
+        if measured is not None:
+            return measured
+        if judgment == "usefulness":
+            # measured on the help centre's dev answers: the trained passage judge scored 30 of 31
+            # right answers below the retry threshold there, where the LM judges passages
+            return JudgeChoice("lm" if self.choice("passage").use == "lm" else "trained")
+        return JudgeChoice("trained" if judgment in self.judges else "lm")
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
