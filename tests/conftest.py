@@ -20,6 +20,7 @@ from signatures import (  # noqa: E402
     GenerateStrictAnswer,
     GradeDocumentBinary,
     GradeRetrieval,
+    JudgeUsefulness,
     RewriteForWebSearch,
     RewriteQuery,
     StripRelevance,
@@ -114,6 +115,7 @@ def default_rules() -> dict:
         DecideRetrieval: decide,
         GradeDocumentBinary: grade_binary,
         RewriteForWebSearch: rewrite_for_web,
+        JudgeUsefulness: lambda i: {"useful": "don't know" not in i["answer"].lower()},
     }
 
 
