@@ -27,6 +27,7 @@ os.environ.setdefault("DSPY_CACHEDIR", str(cache_root() / "dspy"))
 
 import dspy  # noqa: E402
 from dspy.lm15 import Message, Response, TextPart, Usage  # noqa: E402
+from dspy._vendor.lm15.types import TokenLogprob, TopLogprob  # noqa: E402
 
 DEFAULT_MODEL = "embedded-1.5b"
 # Grading, strip relevance and support checks are critiques: deterministic (DESIGN.md).
@@ -44,6 +45,8 @@ class LlamaCppEngine:
             each signature's instructions stay cached and a call pays only for its new tokens.
         n_threads: CPU threads (default: all cores).
     """
+
+    logprobs = True  # returns token log probabilities when a request asks (``Config.logprobs``)
 
     def __init__(self, model_path: str | Path, n_ctx: int = 4096, slots: int = 6, n_threads: int | None = None):
         import xllamacpp as xlc
@@ -74,6 +77,9 @@ class LlamaCppEngine:
             body["stop"] = list(request.config.stop)
         if request.config.seed is not None:
             body["seed"] = request.config.seed
+        if request.config.logprobs is not None:  # a judge's score from token probabilities
+            body["logprobs"] = True
+            body["top_logprobs"] = request.config.logprobs
         with self._lock:
             out = self._server.handle_chat_completions(body)
         if "error" in out:
@@ -86,6 +92,7 @@ class LlamaCppEngine:
             message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
             usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
+            logprobs=_token_logprobs(choice.get("logprobs")) if request.config.logprobs is not None else None,
         )
 
     def stream(self, request):
@@ -95,6 +102,27 @@ class LlamaCppEngine:
 
     def close(self) -> None:
         pass
+
+
+def _token_logprobs(logprobs: dict | None) -> tuple[TokenLogprob, ...] | None:
+    """llama.cpp's OpenAI-style ``choices[0].logprobs`` as lm15's ``TokenLogprob`` tuple."""
+    if not logprobs:
+        return None
+    return tuple(TokenLogprob(token=e["token"], logprob=float(e["logprob"]),
+                              top=tuple(TopLogprob(token=t["token"], logprob=float(t["logprob"]))
+                                        for t in e.get("top_logprobs") or ()))
+                 for e in logprobs.get("content") or ())
+
+
+def supports_logprobs(lm=None) -> bool:
+    """True when ``lm`` (default: DSPy's configured LM) returns token log probabilities: a
+    custom engine that says so (``logprobs = True``, as ``LlamaCppEngine``), or an
+    OpenAI-compatible server. Other providers may refuse the option."""
+    lm = lm or dspy.settings.lm
+    if getattr(getattr(lm, "engine", None), "logprobs", False) is True:
+        return True
+    name = getattr(lm, "model", "") or ""
+    return isinstance(name, str) and name.startswith(("openai/", "hosted_vllm/"))
 
 
 _ENGINES: dict[str, LlamaCppEngine] = {}

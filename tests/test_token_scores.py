@@ -1,0 +1,68 @@
+"""A boolean field's probability from the LM's token log probabilities (program.token_scores)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from program.lm import _token_logprobs
+from program.token_scores import field_probability
+
+
+def _entry(token: str, alternatives: dict[str, float] | None = None) -> dict:
+    top = [{"token": t, "logprob": math.log(p)} for t, p in (alternatives or {}).items()]
+    return {"token": token, "logprob": top[0]["logprob"] if top else 0.0, "top_logprobs": top}
+
+
+def _chat_reply(answers: dict[str, float]) -> dict:
+    """``[[ ## same_entity ## ]]\\nTrue\\n\\n[[ ## answers_question ## ]]\\n...`` as tokens."""
+    tokens = [_entry("[[ ## same"), _entry("_entity ## ]]"), _entry("\n"), _entry("True", {"True": 0.9, "False": 0.1}),
+              _entry("\n\n"), _entry("[[ ## answers"), _entry("_question ## ]]"), _entry("\n"),
+              _entry("False", answers), _entry("\n\n"), _entry("[[ ## completed ## ]]")]
+    return {"content": tokens}
+
+
+def test_probability_of_true_is_normalised_over_true_and_false_alternatives():
+    reply = _chat_reply({"False": 0.6, "True": 0.2, "Yes": 0.1, "The": 0.1})
+    assert field_probability(reply, "answers_question") == pytest.approx(0.3 / 0.9)
+    assert field_probability(reply, "same_entity") == pytest.approx(0.9)
+
+
+def test_json_layout_with_lower_case_tokens():
+    tokens = [_entry('{"'), _entry("answers"), _entry('_question'), _entry('":'),
+              _entry(" true", {" true": 0.7, " false": 0.2, ' "': 0.1}), _entry("}")]
+    assert field_probability({"content": tokens}, "answers_question") == pytest.approx(0.7 / 0.9)
+
+
+def test_chosen_token_without_alternatives_is_certain():
+    tokens = [_entry("outdated"), _entry(":"), _entry(" False")]
+    assert field_probability({"content": tokens}, "outdated") == 0.0
+
+
+@pytest.mark.parametrize("logprobs", [None, {}, {"content": []},
+                                      {"content": [_entry("answers_question"), _entry(": maybe")]},
+                                      {"content": [_entry("same_entity"), _entry(": True")]}])
+def test_missing_field_or_value_gives_none(logprobs):
+    assert field_probability(logprobs, "answers_question") is None
+
+
+def test_llama_cpp_logprobs_become_lm15_token_logprobs():
+    raw = {"content": [{"id": 1, "token": "True", "bytes": [84], "logprob": -0.1,
+                        "top_logprobs": [{"id": 1, "token": "True", "logprob": -0.1},
+                                         {"id": 2, "token": "False", "logprob": -2.4}]}]}
+    (token,) = _token_logprobs(raw)
+    assert (token.token, token.logprob) == ("True", -0.1)
+    assert [(t.token, t.logprob) for t in token.top] == [("True", -0.1), ("False", -2.4)]
+    assert _token_logprobs(None) is None
+
+
+def test_log_probabilities_are_asked_only_of_lms_that_give_them():
+    import dspy
+
+    from program.lm import LlamaCppEngine, supports_logprobs
+    from tests.fake_lm import FakeLM
+
+    assert LlamaCppEngine.logprobs is True and supports_logprobs(FakeLM({}))
+    assert supports_logprobs(dspy.LM("openai/gpt-4o-mini")) and supports_logprobs(dspy.LM("hosted_vllm/qwen"))
+    assert not supports_logprobs(dspy.LM("anthropic/claude-sonnet")) and not supports_logprobs(dspy.LM("ollama_chat/qwen"))
