@@ -4,7 +4,9 @@ Each predictor is optimised on its own labeled examples from ``eval_sets/adversa
 its own metric (``optimize.predictor_metrics``), measured on the dev split before and after;
 a compiled predictor that is worse on dev than the uncompiled one is not kept. The
 evaluator's thresholds are then calibrated on the grading train split (grid search for the
-best action accuracy) and reported on dev. The program's DSPy JSON state and a manifest go
+best action accuracy) and reported on dev; where the LM grades the help centre's passages, its
+token-probability scores get thresholds of their own, calibrated on that knowledge base's train
+queries (``optimize.lm_thresholds``). The program's DSPy JSON state and a manifest go
 to ``compiled/`` (``program.compiled.save_compiled``).
 """
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from program.lm import configure_lm, model_name
+from program.lm import configure_lm, model_name, supports_logprobs
 
 import dspy  # noqa: E402  (after program.lm, which sets DSPy's cache folder)
 
@@ -29,9 +31,11 @@ from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
 from program.compiled import COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest, save_compiled  # noqa: E402
 from optimize.judge_choice import KIND_OF, choose, popqa_lm_rows  # noqa: E402
+from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
 from optimize.train_judges import train_judges  # noqa: E402
 from program.crag import CRAG  # noqa: E402
 from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
+from program.judges.store import corpus_key  # noqa: E402
 from program.resources import embedder, knowledge_base  # noqa: E402
 from program.evaluator import score_grade  # noqa: E402
 from signatures import (  # noqa: E402
@@ -255,6 +259,21 @@ def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
             "dev_action_accuracy_default": round(accuracy(dev, 0.2, 0.6), 4)}
 
 
+def help_centre_lm_thresholds(judges, grader, kb, lm, saved: dict | None, only: list[str]) -> dict:
+    """``lm_thresholds_by_corpus`` for the manifest (``optimize.lm_thresholds``): calibrated
+    anew when the LM grades the help centre's passages and either it or the judge choice was
+    recompiled; the saved compile's otherwise. Empty when the LM does not grade there or
+    gives no token probabilities."""
+    if saved is not None and not {"judges", "grading"} & set(only):
+        return saved.get("lm_thresholds_by_corpus", {})
+    choice = judges.choices_by_corpus.get(corpus_key(kb), {}).get("passage")
+    if choice is None or choice.use != "lm" or not supports_logprobs(lm):
+        return {}
+    print("\n== the LM grades the help centre's passages: its thresholds, on its token-probability scores "
+          "of the train queries (3 LM calls per query)", flush=True)
+    return help_centre_thresholds(grader, kb)
+
+
 def data_hash() -> str:
     """sha256 (16 hex digits) of the labeled files and the knowledge base they refer to."""
     digest = hashlib.sha256()
@@ -390,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
     else:
         thresholds = calibrate_thresholds(predictors["evaluator.grade"])
+    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only)
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
@@ -399,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                    "data_hash": judges_data_hash()},
         "seconds": round(time.perf_counter() - started, 1),
     }
+    if lm_thresholds:
+        manifest["lm_thresholds_by_corpus"] = lm_thresholds
     if saved is not None:
         # the settings and seconds describe the whole compile; the recompiled part is recorded beside them
         for key in ("optimizer", "budget", "dev_rows", "seconds"):

@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from program.judges import JUDGES_FILE, load_judges
+from program.judges.store import corpus_key
 from program.resources import PROJECT_ROOT
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
@@ -111,16 +112,25 @@ def _finish_pending_save(directory: Path, manifest: dict) -> dict:
                         f"the manifest says {expected[:12]}): restore both files or recompile")
 
 
-def _check_thresholds(path: Path, manifest: dict) -> None:
-    thresholds = manifest.get("thresholds", {})
+def _check_pair(path: Path, thresholds, where: str, required: bool = False) -> None:
     if not isinstance(thresholds, dict):
-        raise CompiledError(f"{path}: 'thresholds' must be an object, got {type(thresholds).__name__}")
+        raise CompiledError(f"{path}: '{where}' must be an object, got {type(thresholds).__name__}")
     for name in ("lower", "upper"):
         value = thresholds.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
-            raise CompiledError(f"{path}: thresholds.{name} must be a number in [0, 1], got {value!r}")
+        if (value is None and required) or (value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1)):
+            raise CompiledError(f"{path}: {where}.{name} must be a number in [0, 1], got {value!r}")
     if thresholds.get("lower", 0) > thresholds.get("upper", 1):
-        raise CompiledError(f"{path}: thresholds.lower {thresholds['lower']} is above thresholds.upper {thresholds['upper']}")
+        raise CompiledError(f"{path}: {where}.lower {thresholds['lower']} is above {where}.upper {thresholds['upper']}")
+
+
+def _check_thresholds(path: Path, manifest: dict) -> None:
+    _check_pair(path, manifest.get("thresholds", {}), "thresholds")
+    by_corpus = manifest.get("lm_thresholds_by_corpus", {})
+    if not isinstance(by_corpus, dict):
+        raise CompiledError(f"{path}: 'lm_thresholds_by_corpus' must be an object, got {type(by_corpus).__name__}")
+    for key, thresholds in by_corpus.items():
+        _check_pair(path, thresholds, f"lm_thresholds_by_corpus.{key}", required=True)
 
 
 def read_manifest(directory: str | Path = COMPILED_DIR) -> dict | None:
@@ -199,11 +209,20 @@ LM_THRESHOLDS = {"lower": 0.2, "upper": 0.6}  # GradeRetrieval's score bands (``
 def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
     """The evaluator's ``lower`` / ``upper`` for the passage judge in use on ``knowledge_base``:
     those calibrated on the trained judge's scores for this knowledge base (or PopQA's) when it
-    or the cascade decides; when the LM decides, the manifest's LM-calibrated ones, or
-    ``LM_THRESHOLDS`` when the compile calibrated the trained judge's instead."""
+    or the cascade decides; when the LM decides, those calibrated on the LM's token-probability
+    scores of this knowledge base's own train queries (``lm_thresholds_by_corpus``, with
+    ``"probabilities": True``: the evaluator must then score from probabilities), else the
+    manifest's LM-calibrated ones, or ``LM_THRESHOLDS`` when the compile calibrated the trained
+    judge's instead."""
     saved = manifest.get("thresholds", {})
     if judges is not None and judges.choice("passage").use != "lm":
         return judges.thresholds_for(knowledge_base)
+    try:
+        own = manifest.get("lm_thresholds_by_corpus", {}).get(corpus_key(knowledge_base))
+    except (AttributeError, KeyError, TypeError):
+        own = None
+    if own is not None:
+        return {"lower": own["lower"], "upper": own["upper"], "probabilities": True}
     if saved.get("source") == "trained passage judge":
         return LM_THRESHOLDS
     return saved
@@ -261,4 +280,5 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     thresholds = evaluator_thresholds(manifest, judges, program.knowledge_base)
     program.upper = kwargs.get("upper", thresholds.get("upper", 0.6))
     program.lower = kwargs.get("lower", thresholds.get("lower", 0.2))
+    program.evaluator.probabilities = bool(thresholds.get("probabilities"))
     return program

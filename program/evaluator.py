@@ -19,7 +19,8 @@ from __future__ import annotations
 import dspy
 
 from program.judges.features import STALE_CUES
-from program.lm import CRITIQUE_CONFIG
+from program.lm import CRITIQUE_CONFIG, supports_logprobs
+from program.token_scores import field_probability
 from program.types import Action, ChunkGrade, Passage
 from signatures import GradeRetrieval
 
@@ -61,8 +62,16 @@ def reason_for(score: float, lower: float, upper: float, stale: bool = False) ->
     return "partial" if score >= lower else "irrelevant"
 
 
-def score_grade(same_entity: bool, answers_question: bool, outdated: bool = False) -> tuple[float, str]:
+LOGPROBS_CONFIG = {**CRITIQUE_CONFIG, "logprobs": True, "top_logprobs": 5}
+
+
+def score_grade(same_entity: bool | float, answers_question: bool | float,
+                outdated: bool | float = False) -> tuple[float, str]:
     """Turn GradeRetrieval's three judgments into a relevance score in [0, 1] and a reason.
+
+    Each judgment is a boolean, or the LM's probability of True (``grade_probabilities``):
+    the score is then ``0.6 * p(answers) + 0.4 * p(same entity)``, capped at 0.3 when
+    ``p(outdated) >= 0.5``; the reason is ``relevant`` from 0.8, ``irrelevant`` under 0.2.
 
     ============================  =====  ==========
     judgments                     score  reason
@@ -77,12 +86,29 @@ def score_grade(same_entity: bool, answers_question: bool, outdated: bool = Fals
     Asking a small model for booleans, not a number, is what makes its grades usable: asked
     for a category or a score, the 1.5B model answered "irrelevant" to nearly everything.
     """
-    score = 0.6 * bool(answers_question) + 0.4 * bool(same_entity)
-    if score == 0.0:
-        return 0.0, "irrelevant"
-    if outdated:
+    score = round(0.6 * _truth(answers_question) + 0.4 * _truth(same_entity), 4)
+    if score < 0.2:
+        return score, "irrelevant"
+    if _truth(outdated) >= 0.5:
         return min(score, 0.3), "stale"
-    return score, "relevant" if score == 1.0 else "partial"
+    return score, "relevant" if score >= 0.8 else "partial"
+
+
+def _truth(value) -> float:
+    """A judgment as a number: a probability stays, anything else is read as a boolean."""
+    return float(value) if isinstance(value, (int, float)) else float(bool(value))
+
+
+def grade_probabilities(pred) -> tuple[bool | float, bool | float, bool | float]:
+    """``(same_entity, answers_question, outdated)`` of a GradeRetrieval prediction: each the
+    LM's probability of True when the prediction carries token log probabilities
+    (``program.token_scores``), else the parsed boolean."""
+    logprobs = pred.get("logprobs") if hasattr(pred, "get") else None
+    values = []
+    for name in ("same_entity", "answers_question", "outdated"):
+        p = field_probability(logprobs, name) if logprobs else None
+        values.append(bool(getattr(pred, name)) if p is None else round(p, 4))
+    return tuple(values)
 
 
 class RetrievalEvaluator(dspy.Module):
@@ -95,6 +121,10 @@ class RetrievalEvaluator(dspy.Module):
             With judges, every passage gets its trained score (no LM call); the LM grades only
             the passages the passage judge's ``JudgeChoice`` hands it (``lm``: all; ``cascade``:
             scores inside the band), and its score then stands.
+
+        probabilities: score the LM's grade from its token probabilities (``grade_probabilities``)
+            when the configured LM gives them (``program.lm.supports_logprobs``), for thresholds
+            calibrated on such scores (``optimize.lm_thresholds``); set by ``load_compiled``.
 
     ``forward(question, passages, stop_at=None, lower=0.2, upper=0.6)``: ``lower`` and ``upper``
     name the trained scores' reasons (``reason_for``); trained scores cost no call, so every
@@ -114,11 +144,12 @@ class RetrievalEvaluator(dspy.Module):
         >>> action, confidence = decide_action(grades, upper=0.6, lower=0.2)
     """
 
-    def __init__(self, max_chars: int = 700, judges=None):
+    def __init__(self, max_chars: int = 700, judges=None, probabilities: bool = False):
         super().__init__()
         self.grade = dspy.Predict(GradeRetrieval)
         self.max_chars = max_chars
         self.judges = judges
+        self.probabilities = probabilities
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
                 lower: float = 0.2, upper: float = 0.6) -> list[ChunkGrade]:
@@ -150,9 +181,15 @@ class RetrievalEvaluator(dspy.Module):
         return grades
 
     def _grade_one(self, question: str, passage: Passage) -> ChunkGrade:
+        # a provider that gives no log probabilities may refuse the option: ask for them only where they come
+        probabilities = self.probabilities and supports_logprobs()
         try:
-            out = self.grade(question=question, passage=passage.text[: self.max_chars], config=CRITIQUE_CONFIG)
+            config = LOGPROBS_CONFIG if probabilities else CRITIQUE_CONFIG
+            out = self.grade(question=question, passage=passage.text[: self.max_chars], config=config)
         except Exception as exc:  # adapter parse failures surface as several exception types
             return ChunkGrade(passage.id, 0.0, "irrelevant", f"unparseable grader output: {type(exc).__name__}")
-        score, reason = score_grade(out.same_entity, out.answers_question, out.outdated)
+        judged = grade_probabilities(out) if probabilities else (out.same_entity, out.answers_question, out.outdated)
+        score, reason = score_grade(*judged)
+        if probabilities:
+            return ChunkGrade(passage.id, score, reason, "LM p(same entity)={}, p(answers)={}, p(outdated)={}".format(*judged))
         return ChunkGrade(passage.id, score, reason)

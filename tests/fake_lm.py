@@ -4,29 +4,55 @@
 are in the system message, parses the input fields from the user message, calls that
 Signature's rule with them (a dict of strings) and formats the returned dict of outputs the
 way DSPy's ChatAdapter expects. Every call is counted per signature in ``calls``.
+
+A boolean output may be given as ``P(0.3)``, the model's probability of True: it is written
+``True`` or ``False`` (by 0.5), and a request for log probabilities gets each word of the reply
+as a token, that one with ``True`` and ``False`` as alternatives at those probabilities.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
+from dspy._vendor.lm15.types import TokenLogprob, TopLogprob
 
 _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\n*\Z)", re.S)
 
 
+class P(float):
+    """A boolean output's probability of True (see the module docstring)."""
+
+
+def _tokens(outputs: dict) -> tuple[TokenLogprob, ...]:
+    tokens = []
+    for k, v in outputs.items():
+        tokens += [TokenLogprob(f"[[ ## {k} ## ]]", 0.0), TokenLogprob("\n", 0.0)]
+        if isinstance(v, P):
+            top = (TopLogprob("True", math.log(max(v, 1e-9))), TopLogprob("False", math.log(max(1 - v, 1e-9))))
+            tokens.append(TokenLogprob(str(v >= 0.5), max(t.logprob for t in top), top=top))
+        else:
+            tokens.append(TokenLogprob(str(v), 0.0))
+        tokens.append(TokenLogprob("\n\n", 0.0))
+    return tuple(tokens + [TokenLogprob("[[ ## completed ## ]]", 0.0)])
+
+
 class _RuleEngine:
+    logprobs = True  # see P
+
     def __init__(self, owner: "FakeLM"):
         self.owner = owner
 
     def complete(self, request):
         system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or ())
         text, n_in, n_out = self.owner.reply(system, request.messages[-1].text or "")
+        logprobs = _tokens(self.owner.last_outputs) if request.config.logprobs is not None else None
         return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
-                        usage=Usage(input_tokens=n_in, output_tokens=n_out))
+                        usage=Usage(input_tokens=n_in, output_tokens=n_out), logprobs=logprobs)
 
     def stream(self, request):
         from dspy.lm15 import response_to_events
@@ -51,8 +77,10 @@ class FakeLM(dspy.LM):
         inputs = {k: v.strip() for k, v in _FIELD.findall(user)}
         self.calls[signature.__name__] += 1
         outputs = rule(inputs)
+        self.last_outputs = outputs
         text = "".join(
-            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v}\n\n" for k, v in outputs.items()
+            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v >= 0.5 if isinstance(v, P) else v}\n\n"
+            for k, v in outputs.items()
         ) + "[[ ## completed ## ]]"
         return text, len((system + user).split()), len(text.split())
 

@@ -62,6 +62,14 @@ def thresholds_crossed(f):
     _edit_json(f / "manifest.json", lambda m: m["thresholds"].update(lower=0.9, upper=0.3))
 
 
+def lm_thresholds_crossed(f):
+    _edit_json(f / "manifest.json", lambda m: m.update(lm_thresholds_by_corpus={"c0ffee": {"lower": 0.8, "upper": 0.7}}))
+
+
+def lm_threshold_missing(f):
+    _edit_json(f / "manifest.json", lambda m: m.update(lm_thresholds_by_corpus={"c0ffee": {"lower": 0.6}}))
+
+
 def manifest_of_another_state(f):
     _edit_json(f / "crag.json", lambda s: s["evaluator.grade"].update(demos=[{"question": "q"}]))
 
@@ -88,6 +96,10 @@ REFUSED = {
     "threshold out of range": (threshold_out_of_range, r"{f}/manifest\.json: thresholds\.upper must be a number in \[0, 1\], got 1\.7"),
     "threshold not a number": (threshold_not_a_number, r"{f}/manifest\.json: thresholds\.lower must be a number in \[0, 1\], got 'low'"),
     "thresholds crossed": (thresholds_crossed, r"{f}/manifest\.json: thresholds\.lower 0\.9 is above thresholds\.upper 0\.3"),
+    "LM thresholds crossed": (lm_thresholds_crossed, r"{f}/manifest\.json: lm_thresholds_by_corpus\.c0ffee\.lower 0\.8 "
+                                                     r"is above lm_thresholds_by_corpus\.c0ffee\.upper 0\.7"),
+    "LM threshold missing": (lm_threshold_missing, r"{f}/manifest\.json: lm_thresholds_by_corpus\.c0ffee\.upper must be "
+                                                   r"a number in \[0, 1\], got None"),
     "manifest of another state": (manifest_of_another_state,
                                   r"{f}/crag\.json does not match {f}/manifest\.json \(sha256 [0-9a-f]{{12}}, "
                                   r"the manifest says [0-9a-f]{{12}}\): restore both files or recompile"),

@@ -226,6 +226,11 @@ def test_evaluator_thresholds_follow_the_passage_judge_in_use():
     # the LM grades there: its own score bands, not the thresholds of the trained judge's scores
     assert evaluator_thresholds(manifest, judges, KB()) == LM_THRESHOLDS
     assert evaluator_thresholds({"thresholds": {"lower": 0.3, "upper": 0.7}}, None, KB()) == {"lower": 0.3, "upper": 0.7}
+    # calibrated on the LM's token-probability scores of this knowledge base's train queries
+    manifest["lm_thresholds_by_corpus"] = {corpus_key(KB()): {"lower": 0.65, "upper": 0.7, "dev_action_accuracy": 0.7}}
+    assert evaluator_thresholds(manifest, judges, KB()) == {"lower": 0.65, "upper": 0.7, "probabilities": True}
+    other = {"thresholds": manifest["thresholds"], "lm_thresholds_by_corpus": {"0123456789abcdef": {"lower": 0.6, "upper": 0.7}}}
+    assert evaluator_thresholds(other, judges, KB()) == LM_THRESHOLDS  # another knowledge base's calibration
 
 
 def test_a_web_page_is_judged_with_its_title():

@@ -157,3 +157,50 @@ def test_without_the_question_a_claim_is_checked_as_before():
 
     # half the claim's words: partially supported when the question is unknown (adversarial rows)
     assert lexical_support("Maurice was a politician.", "John D. Maurice is an American journalist.") == "partially"
+
+
+def test_the_evaluator_scores_from_token_probabilities_when_asked():
+    """With ``probabilities``, GradeRetrieval's score is 0.6 p(answers) + 0.4 p(same entity)
+    from the LM's token probabilities; without, from the sampled words (the same replies)."""
+    import dspy
+
+    from program.evaluator import RetrievalEvaluator
+    from program.types import Passage
+    from signatures import GradeRetrieval
+    from tests.fake_lm import P, FakeLM
+
+    lm = FakeLM({GradeRetrieval: lambda i: {"same_entity": P(0.9), "answers_question": P(0.45), "outdated": P(0.1)}})
+    passage = Passage("refunds.md#1", "Refunds take 5-10 business days.")
+    with dspy.context(lm=lm):
+        (graded,) = RetrievalEvaluator(probabilities=True)(question="How long do refunds take?", passages=[passage])
+        (worded,) = RetrievalEvaluator()(question="How long do refunds take?", passages=[passage])
+    assert graded.score == pytest.approx(0.6 * 0.45 + 0.4 * 0.9) and graded.reason == "partial"
+    assert "p(answers)=0.45" in graded.explanation
+    assert (worded.score, worded.reason) == (0.4, "partial")  # "True", "False", "False"
+
+
+@pytest.mark.parametrize("same, answers, outdated, expected", [
+    (0.95, 0.9, 0.0, (0.92, "relevant")),
+    (0.1, 0.1, 0.0, (0.1, "irrelevant")),
+    (0.9, 0.9, 0.7, (0.3, "stale")),
+])
+def test_score_grade_reads_probabilities(same, answers, outdated, expected):
+    score, reason = score_grade(same, answers, outdated)
+    assert (round(score, 4), reason) == expected
+
+
+def test_an_lm_without_log_probabilities_is_read_by_its_words(monkeypatch):
+    """The bug this guards against: asking a provider that refuses ``logprobs`` for them made
+    every grade "unparseable" (score 0); such an LM is asked for the words only."""
+    import dspy
+
+    from program.evaluator import RetrievalEvaluator
+    from program.types import Passage
+    from signatures import GradeRetrieval
+    from tests.fake_lm import P, FakeLM
+
+    lm = FakeLM({GradeRetrieval: lambda i: {"same_entity": P(0.9), "answers_question": P(0.45), "outdated": P(0.1)}})
+    monkeypatch.setattr(type(lm.engine), "logprobs", False)
+    with dspy.context(lm=lm):
+        (grade,) = RetrievalEvaluator(probabilities=True)(question="How long?", passages=[Passage("a#1", "Refunds.")])
+    assert (grade.score, grade.reason) == (0.4, "partial")

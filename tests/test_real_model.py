@@ -62,3 +62,20 @@ def test_real_model_with_the_compiled_judges(program):
     assert all(g.explanation.startswith(("trained judge", "trained ")) for g in result.grades)
     assert all(0.0 <= s.relevance <= 1.0 for s in result.strips)
     assert 1 <= result.trace.lm_calls <= 6 and "usefulness" in [s.step for s in result.trace.steps]
+
+
+def test_real_model_grades_with_token_probabilities(program):
+    """llama.cpp's log probabilities reach the evaluator: the grade is a score between the
+    words' bands, and the explanation names each probability."""
+    from program.evaluator import RetrievalEvaluator
+    from program.types import Passage
+
+    _, lm = program
+    passage = Passage("doc#1", "Paris is the capital and largest city of France.")
+    with dspy.context(lm=lm):
+        (grade,) = RetrievalEvaluator(probabilities=True)(question="What is the capital of France?", passages=[passage])
+    assert grade.explanation.startswith("LM p(same entity)=")
+    p = [float(x.split("=")[1]) for x in grade.explanation.removeprefix("LM ").split(", ")]
+    assert len(p) == 3 and all(0.0 <= v <= 1.0 for v in p)
+    assert 0.0 < p[1] < 1.0  # a probability, not a sampled word read as 0 or 1
+    assert grade.score == round(0.6 * p[1] + 0.4 * p[0], 4) or grade.reason == "stale"
