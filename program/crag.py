@@ -294,12 +294,13 @@ class CRAG(dspy.Module):
             answer, claims = self._retry(result, unsupported, answer, claims)
             retries -= 1
         # Self-RAG's IsUse: an answer that does not address the question gets the same capped retry
+        threshold = self.usefulness.threshold(self.lower)
         if self.usefulness.judges is not None:
             with step(trace, "usefulness") as cost:
                 result.usefulness = self.usefulness(question=question, answer=answer)
-                cost.notes = f"usefulness={result.usefulness} (threshold {self.lower})"
-        if 0 <= result.usefulness < self.lower and retries > 0 and not is_abstention(answer):
-            trace.note(f"usefulness {result.usefulness} below {self.lower}: stricter retry")
+                cost.notes = f"usefulness={result.usefulness} (threshold {threshold})"
+        if 0 <= result.usefulness < threshold and retries > 0 and not is_abstention(answer):
+            trace.note(f"usefulness {result.usefulness} below {threshold}: stricter retry")
             answer, claims = self._retry(result, [f"{strip_citations(answer)} (does not answer the question)"],
                                          answer, claims)
         return self._finalise(result, answer, claims)

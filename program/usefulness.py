@@ -17,6 +17,7 @@ from program.types import Passage
 from signatures import JudgeUsefulness
 
 NOT_JUDGED = -1.0
+LM_THRESHOLD = 0.5  # the LM's "no" (0.0) is below it; its unparsed output (0.5, no verdict) is not
 
 
 class UsefulnessJudge(dspy.Module):
@@ -38,6 +39,18 @@ class UsefulnessJudge(dspy.Module):
         super().__init__()
         self.judge = dspy.Predict(JudgeUsefulness)
         self.judges = judges
+
+    def threshold(self, trained_lower: float) -> float:
+        """The score under which an answer gets the stricter retry: ``LM_THRESHOLD`` when the LM
+        judges; else ``trained_lower``, the evaluator's lower threshold calibrated on the trained
+        passage judge's scores for this knowledge base (the judge that reads the answer).
+
+        The evaluator's own thresholds may be calibrated on the LM's passage probabilities
+        (``optimize.lm_thresholds``: .55 on the help centre), which say nothing of the
+        LM's yes / no here: read against them, an unparsed verdict (0.5) was retried."""
+        if self.judges is not None and self.judges.choice("usefulness").use == "lm":
+            return LM_THRESHOLD
+        return trained_lower
 
     def forward(self, question: str, answer: str) -> float:
         if self.judges is None:

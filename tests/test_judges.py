@@ -319,3 +319,19 @@ def test_usefulness_borrows_the_passage_choice_of_its_knowledge_base(fake_lm):
     assert UsefulnessJudge(judges)(question=Q, answer="Jane Roe [1].") == 1.0
     assert fake_lm.calls["JudgeUsefulness"] == 1
     assert toy_judges(usefulness="trained", passage="lm").choice("usefulness").use == "trained"  # measured wins
+
+
+@pytest.mark.parametrize("verdict, retried", [("maybe", False), ("False", True), ("True", False)])
+def test_the_lm_usefulness_verdict_is_not_read_against_the_evaluators_probability_thresholds(fake_lm, verdict, retried):
+    # the bug: the retry threshold was the evaluator's lower, .55 on the help centre once its
+    # thresholds were calibrated on the LM's passage probabilities, so an unparsed usefulness
+    # verdict (0.5, no verdict either way) triggered the stricter retry there
+    import signatures
+
+    fake_lm.rules[signatures.JudgeUsefulness] = lambda i: {"useful": verdict}
+    program = CRAG(ListKnowledgeBase([FOUNDING]), web=FakeWeb([]), judges=toy_judges(passage="lm"),
+                   lower=0.55, upper=0.55)
+    result = program(question=Q)
+    assert result.usefulness == {"maybe": 0.5, "False": 0.0, "True": 1.0}[verdict]
+    assert (fake_lm.calls["GenerateStrictAnswer"] == 1) is retried
+    assert any(f"(threshold 0.5)" in s.notes for s in result.trace.steps if s.step == "usefulness")
