@@ -4,10 +4,12 @@ Each predictor is optimised on its own labeled examples from ``eval_sets/adversa
 its own metric (``optimize.predictor_metrics``), measured on the dev split before and after;
 a compiled predictor that is worse on dev than the uncompiled one is not kept. The
 evaluator's thresholds are then calibrated on the grading train split (grid search for the
-best action accuracy) and reported on dev; where the LM grades the help centre's passages, its
-token-probability scores get thresholds of their own, calibrated on that knowledge base's train
-queries (``optimize.lm_thresholds``). The program's DSPy JSON state and a manifest go
-to ``compiled/`` (``program.compiled.save_compiled``).
+best action accuracy) and reported on dev. With ``--calibrate-lm-scores``, where the LM grades
+the help centre's passages, its token-probability scores get thresholds of their own,
+calibrated on that knowledge base's train queries (``optimize.lm_thresholds``; 24 of a fresh
+compile's 50 minutes on 2 cores, and no dev action gained with the embedded 1.5B model, so the
+default compile leaves the LM's sampled words on their fixed bands). The program's DSPy JSON
+state and a manifest go to ``compiled/`` (``program.compiled.save_compiled``).
 """
 
 from __future__ import annotations
@@ -259,15 +261,21 @@ def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
             "dev_action_accuracy_default": round(accuracy(dev, 0.2, 0.6), 4)}
 
 
-def help_centre_lm_thresholds(judges, grader, kb, lm, saved: dict | None, only: list[str]) -> dict:
+def help_centre_lm_thresholds(judges, grader, kb, lm, saved: dict | None, only: list[str],
+                              calibrate: bool = True) -> dict:
     """``lm_thresholds_by_corpus`` for the manifest (``optimize.lm_thresholds``): calibrated
-    anew when the LM grades the help centre's passages and either it or the judge choice was
-    recompiled; the saved compile's otherwise. Empty when the LM does not grade there or
-    gives no token probabilities."""
+    anew, when ``calibrate``, where the LM grades the help centre's passages and either it or
+    the judge choice was recompiled; the saved compile's when neither was. Empty when the LM
+    does not grade there, gives no token probabilities, or ``calibrate`` is false (a saved
+    calibration belongs to the grader it was made for, so a recompiled grader drops it)."""
     if saved is not None and not {"judges", "grading"} & set(only):
         return saved.get("lm_thresholds_by_corpus", {})
     choice = judges.choices_by_corpus.get(corpus_key(kb), {}).get("passage")
     if choice is None or choice.use != "lm" or not supports_logprobs(lm):
+        return {}
+    if not calibrate:
+        print("\n== the LM grades the help centre's passages: its sampled words, on the fixed bands "
+              "(--calibrate-lm-scores calibrates its token-probability scores instead, about 24 minutes)", flush=True)
         return {}
     print("\n== the LM grades the help centre's passages: its thresholds, on its token-probability scores "
           "of the train queries (3 LM calls per query)", flush=True)
@@ -345,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="dev rows measured per predictor (a seeded sample; 0: all); default: the budget's")
     parser.add_argument("--out", default=str(COMPILED_DIR))
     parser.add_argument("--force", action="store_true", help="save even when worse on dev than the saved compile")
+    parser.add_argument("--calibrate-lm-scores", action="store_true",
+                        help="where the LM grades the help centre's passages, calibrate thresholds on its token-"
+                             "probability scores of the train queries (about 24 minutes more; optimize.lm_thresholds)")
     parser.add_argument("--only", help=f"comma-separated predictors to compile ({', '.join(KINDS)}); the others "
                                        "keep the state, figures and thresholds saved in --out")
     args = parser.parse_args(argv)
@@ -409,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
     else:
         thresholds = calibrate_thresholds(predictors["evaluator.grade"])
-    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only)
+    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only,
+                                              calibrate=args.calibrate_lm_scores)
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
