@@ -1,17 +1,19 @@
 """Evaluation sets as uniform rows, and the correctness rule for one answer.
 
 * :func:`load_set`: ``popqa`` (long-tail PopQA, by the fixed train/dev split of
-  ``eval_sets/popqa/split.json``) or ``adversarial`` (the hand-labeled Paylane queries, by
-  split) as dicts with the same keys.
+  ``eval_sets/popqa/split.json``) or a labeled domain (``adversarial``, the hand-labeled Paylane
+  help centre; ``kubernetes``; ``handbook``: ``eval_sets.domains``), by split, as dicts with the
+  same keys.
 * :func:`is_correct`: the CRAG paper's rule (a gold string in the answer, case-insensitive);
   an unanswerable row is correct when the program abstained.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
+from eval_sets.domains import DOMAINS
+from eval_sets.domains import load_rows as load_domain_rows
 from optimize.metrics import answer_correct
 from program.selfcheck import is_abstention
 from program.types import FALLBACK_ANSWER
@@ -19,25 +21,17 @@ from program.types import FALLBACK_ANSWER
 FALLBACK_TEXT = FALLBACK_ANSWER
 
 
-def _adversarial_loader():
-    """``eval_sets.adversarial.load_rows`` if that helper exists, else None."""
-    try:
-        mod = importlib.import_module("eval_sets.adversarial")
-    except ImportError:
-        return None
-    return getattr(mod, "load_rows", None)
-
-
 def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> list[dict]:
     """Load an evaluation set as uniform rows.
 
     Args:
-        name: ``popqa`` or ``adversarial``.
+        name: ``popqa`` or a labeled domain of ``eval_sets.domains`` (``adversarial``, the help
+            centre; ``kubernetes``; ``handbook``).
         limit: number of rows; PopQA takes a seeded sample of ``split`` spread over its
-            relations, the adversarial set its first ``limit`` rows of ``split``. None: all.
+            relations, a domain its first ``limit`` rows of ``split``. None: all.
         seed: PopQA sampling seed.
         split: ``dev`` (default: evaluation runs), ``train`` (analyses only: judges and prompts
-            learn from it) or, for the adversarial set, ``test``. PopQA has no ``test`` split.
+            learn from it) or, for a domain, ``test``. PopQA has no ``test`` split.
 
     Returns:
         Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
@@ -46,9 +40,9 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
         the adversarial set's chit-chat rows).
 
     Raises:
-        SystemExit(2): unknown set, ``adversarial`` while its loader does not exist, a split
-            the adversarial loader rejects (ValueError from ``load_rows``), or a PopQA split
-            other than ``train`` / ``dev``.
+        SystemExit(2): unknown set, a split the domain's loader rejects (ValueError from
+            ``load_rows``), a domain whose queries file is missing, or a PopQA split other than
+            ``train`` / ``dev``.
     """
     if name == "popqa":
         from eval_sets.popqa import SPLITS, load_questions
@@ -63,16 +57,14 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
              "needs_retrieval": True}
             for q in load_questions(limit=limit, seed=seed, split=split)
         ]
-    if name == "adversarial":
-        load_rows = _adversarial_loader()
-        if load_rows is None:
-            print("error: --set adversarial is not yet supported "
-                  "(eval_sets.adversarial.load_rows does not exist yet)", file=sys.stderr)
-            raise SystemExit(2)
+    if name in DOMAINS:
         try:
-            raw = load_rows("queries", split)
+            raw = load_domain_rows(name, "queries", split)
         except ValueError as exc:  # e.g. a split the set does not have
-            print(f"error: --set adversarial --split {split}: {exc}", file=sys.stderr)
+            print(f"error: --set {name} --split {split}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from exc
+        except FileNotFoundError as exc:
+            print(f"error: --set {name}: {exc.filename}: no such file", file=sys.stderr)
             raise SystemExit(2) from exc
         rows = [{
             "id": str(r.get("id") or f"{split}-{i:04d}"), "question": r["question"],
@@ -82,7 +74,7 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
             "needs_retrieval": bool(r.get("needs_retrieval", True)),
         } for i, r in enumerate(raw)]
         return rows[:limit] if limit else rows
-    print(f"error: unknown --set {name!r} (popqa, adversarial)", file=sys.stderr)
+    print(f"error: unknown --set {name!r} (popqa, {', '.join(sorted(DOMAINS))})", file=sys.stderr)
     raise SystemExit(2)
 
 

@@ -64,6 +64,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from eval_sets.domains import DOMAINS
 from optimize import report
 from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
@@ -75,7 +76,8 @@ ACTIONS = report.ACTIONS
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m optimize.evaluate", description=__doc__.split("\n")[0])
-    p.add_argument("--set", dest="set_name", default="popqa", help="popqa | adversarial")
+    p.add_argument("--set", dest="set_name", default="popqa",
+                   help="popqa | adversarial (the help centre) | kubernetes | handbook (eval_sets/DOMAINS.md)")
     p.add_argument("--split", default="dev", choices=["train", "dev", "test"],
                    help="split of either set (default dev); PopQA has train and dev only (eval_sets/popqa/split.json)")
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
@@ -92,8 +94,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-cache", action="store_true",
                    help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
-    p.add_argument("--web", default="snapshot",
-                   help="web backend of crag, self-crag and langgraph: snapshot (default, offline), none, ...")
+    p.add_argument("--web", default=None,
+                   help="web backend of crag, self-crag and langgraph: snapshot (offline; the default for popqa), "
+                        "none (the default for the labeled domains, private knowledge bases), ...")
     p.add_argument("--kb", default=None,
                    help="knowledge base to answer from instead of the set's own: a corpus folder or a pgvector "
                         "postgresql://user@host:port/db?table=NAME; env CRAG_KB")
@@ -112,6 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("give --out or --name, not both")
     if args.resume and not (args.out or args.name):
         p.error("--resume needs the folder to resume: --out DIR or --name NAME")
+    if args.web is None:  # a labeled domain is a private knowledge base: no web unless asked
+        args.web = "snapshot" if args.set_name == "popqa" else "none"
     return args
 
 
@@ -199,10 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     try:  # before loading the model: a wrong --kb fails fast, in one line
         if kb_location(args.kb):
             knowledge_base = open_kb(kb_location(args.kb))
-        elif args.set_name == "adversarial":  # asked of their own help-centre knowledge base
-            from eval_sets.adversarial import KB_DIR
-
-            knowledge_base = open_kb(KB_DIR)
+        elif args.set_name in DOMAINS:  # a labeled domain is asked of its own knowledge base
+            knowledge_base = open_kb(DOMAINS[args.set_name].kb_dir)
     except (CorpusError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread: leave signals alone
         old_term = None
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
-    with_expected = args.set_name == "adversarial"
+    with_expected = args.set_name in DOMAINS
     done = done_pairs(csv_path) if args.resume else set()
     asked: set[tuple[str, str]] = set()
     build_errors: dict[str, str] = {}

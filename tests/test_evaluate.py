@@ -197,11 +197,18 @@ def test_load_set_popqa_samples_only_dev():
     assert {r["id"] for r in eval_data.load_set("popqa", None, 0, "train")} == split["train"]
 
 
-def test_evaluate_rejects_unsupported_adversarial(fake_program, tmp_path, monkeypatch):
-    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: None)
+def test_evaluate_rejects_an_unknown_set(fake_program, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        evaluate.main(["--set", "adversarial", "--out", str(tmp_path)])
+        evaluate.main(["--set", "nosuch", "--out", str(tmp_path)])
     assert exc.value.code == 2
+    assert "unknown --set 'nosuch' (popqa, adversarial, handbook, kubernetes)" in capsys.readouterr().err
+
+
+def test_a_domain_set_runs_without_the_web_by_default():
+    assert evaluate.parse_args(["--set", "kubernetes"]).web == "none"
+    assert evaluate.parse_args(["--set", "adversarial"]).web == "none"
+    assert evaluate.parse_args(["--set", "popqa"]).web == "snapshot"
+    assert evaluate.parse_args(["--set", "handbook", "--web", "snapshot"]).web == "snapshot"
 
 
 def test_evaluate_adversarial_with_loader(fake_program, tmp_path, monkeypatch):
@@ -212,10 +219,10 @@ def test_evaluate_adversarial_with_loader(fake_program, tmp_path, monkeypatch):
         {"question": q1, "gold_answers": [], "expected_action": "incorrect", "answerable": False},
     ]
     seen = []
-    monkeypatch.setattr(eval_data, "_adversarial_loader",
-                        lambda: (lambda kind, split: seen.append((kind, split)) or rows))
+    monkeypatch.setattr(eval_data, "load_domain_rows",
+                        lambda name, kind, split: seen.append((name, kind, split)) or rows)
     code = evaluate.main(["--set", "adversarial", "--split", "test", "--modes", "crag", "--out", str(tmp_path)])
-    assert code == 0 and seen == [("queries", "test")]
+    assert code == 0 and seen == [("adversarial", "queries", "test")]
     s = json.loads((tmp_path / "summary.json").read_text())["modes"]["crag"]
     assert s["accuracy"] == 100.0  # gold match, then the fallback on the unanswerable one
     assert s["action_accuracy"] == 50.0  # correct == correct, ambiguous != incorrect

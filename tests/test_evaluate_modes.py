@@ -94,7 +94,7 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
     monkeypatch.setattr("program.factory.build_program", build_program)
     monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
     monkeypatch.setattr("program.resources.knowledge_base", lambda *a, **k: None)
-    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: (lambda kind, split: ROWS))
+    monkeypatch.setattr(eval_data, "load_domain_rows", lambda name, kind, split: ROWS)
 
     def run(*args, out="run"):
         code = evaluate.main(["--set", "adversarial", "--compiled", "none", "--out", str(tmp_path / out), *args])
@@ -185,7 +185,7 @@ CHAT_ROW = {"id": "q5", "question": GREETING, "expected_action": "incorrect", "a
 
 
 def test_decide_retrieval_skips_chit_chat_and_reports_it(run_eval, fake_lm, monkeypatch, capsys):
-    monkeypatch.setattr(eval_data, "_adversarial_loader", lambda: (lambda kind, split: ROWS + [CHAT_ROW]))
+    monkeypatch.setattr(eval_data, "load_domain_rows", lambda name, kind, split: ROWS + [CHAT_ROW])
     fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello! How can I help?" if i["question"] == GREETING
                                                  else "Acme Rockets was founded by Jane Roe."}
     code, plain = run_eval("--modes", "closed,crag", out="plain")

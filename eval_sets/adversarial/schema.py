@@ -18,6 +18,7 @@ RELEVANCE_BANDS = {
 SUPPORT = ("fully", "partially", "no")
 ACTIONS = ("correct", "ambiguous", "incorrect")
 CATEGORIES = (
+    "plain",
     "vocabulary-mismatch",
     "silent-irrelevance",
     "stale-vs-current",
@@ -98,8 +99,11 @@ def type_ok(value, kind: str) -> bool:
 
 
 def check_row(kind: str, row: dict, where: str, report, kb_ids: set[str], popqa_ids: set[str] | None,
-              chunk_ids: set[str] | None = None):
-    """Add to ``report`` every problem of one row (``report.add(where, message)``)."""
+              chunk_ids: set[str] | None = None, source: str = "paylane"):
+    """Add to ``report`` every problem of one row (``report.add(where, message)``).
+
+    ``source`` is the domain's own source name (``paylane`` for the help centre, ``kubernetes``, ...):
+    a rewrite row's ``source`` is it or ``popqa``."""
     required, optional = SCHEMAS[kind]
     for key, typ in required.items():
         if key not in row:
@@ -139,9 +143,10 @@ def check_row(kind: str, row: dict, where: str, report, kb_ids: set[str], popqa_
             if len(set(relevant)) != len(relevant):
                 report.add(where, "relevant has duplicate strip numbers")
     elif kind == "rewrite":
-        source = row.get("source", "paylane")
-        if source not in REWRITE_SOURCES:
-            report.add(where, f"source must be one of {REWRITE_SOURCES}, got {source!r}")
+        own = source
+        source = row.get("source", own)
+        if source not in (own, "popqa"):
+            report.add(where, f"source must be one of {(own, 'popqa')}, got {source!r}")
         terms = row.get("expert_terms")
         if type_ok(terms, STRS):
             if not terms:

@@ -51,6 +51,8 @@ class Report:
         self.rows: dict[str, list[dict]] = {}
         self.kb_docs: list[str] = []
         self.chunk_ids: set[str] = set()
+        self.chunk_text: dict[str, str] = {}
+        self.doc_text: dict[str, str] = {}
 
     @property
     def ok(self) -> bool:
@@ -69,43 +71,78 @@ def _load_popqa_ids(path: Path) -> set[str] | None:
 
 def kb_chunk_ids(kb_dir: Path) -> set[str]:
     """``<doc>#<n>`` for every chunk the retriever makes of ``kb_dir`` with its default settings."""
-    from program.retrieval.chunking import chunk_document
-    from program.retrieval.corpus import Document
-
-    ids = set()
-    for p in sorted(kb_dir.glob("*.md")):
-        text = p.read_text(encoding="utf-8").replace("\r\n", "\n").strip()
-        ids.update(c.chunk_id for c in chunk_document(Document(p.stem, text, p.stem, str(p))))
-    return ids
+    return set(kb_chunk_texts(kb_dir))
 
 
-def _check_kb(kb_dir: Path, report: Report) -> set[str]:
+def kb_chunk_texts(kb_dir: Path) -> dict[str, str]:
+    """``{<doc>#<n>: heading and text}`` for every chunk the retriever makes of ``kb_dir`` with its
+    default settings (a section's heading can state the answer: "Tidepool Apps (Sydney, AU)")."""
+    from eval_sets.chunks import kb_chunks
+
+    return {chunk_id: f"{heading}\n{text}" for chunk_id, heading, text in kb_chunks(kb_dir)}
+
+
+def normalise(text: str) -> str:
+    """Text as the label checks compare it: casefolded, Markdown ``*``, ``_`` and backticks dropped,
+    whitespace collapsed."""
+    return " ".join(re.sub(r"[*_`]", "", text).casefold().split())
+
+
+def check_labels_against_documents(kind: str, row: dict, where: str, report: "Report", verbatim: bool) -> None:
+    """The checks that read the documents: an answerable query's gold answers are stated by one of
+    its relevant chunks (at least one of them, verbatim after ``normalise``); with ``verbatim``,
+    every strip and every support evidence is copied from a knowledge-base document."""
+    if kind == "queries" and row.get("answerable") is True and row.get("relevant_chunk_ids"):
+        texts = [normalise(report.chunk_text[c]) for c in row["relevant_chunk_ids"] if c in report.chunk_text]
+        gold = [g for g in row.get("gold_answers") or [] if isinstance(g, str)]
+        if texts and gold and not any(normalise(g) in t for g in gold for t in texts):
+            report.add(where, f"no relevant chunk states a gold answer (gold {gold[:3]!r:.80}, "
+                              f"chunks {row['relevant_chunk_ids']})")
+    if not verbatim:
+        return
+    corpus = report.doc_text
+    pieces = row.get("strips") if kind == "strips" else [row.get("evidence")] if kind == "support" else []
+    for piece in pieces or []:
+        if isinstance(piece, str) and piece.strip() and not any(normalise(piece) in d for d in corpus.values()):
+            report.add(where, f"text not found in any kb/ document (copy it verbatim): {piece!r:.80}")
+
+
+def _check_kb(kb_dir: Path, report: Report, kb_docs=KB_DOCS, kb_words=KB_WORDS) -> set[str]:
     if not kb_dir.is_dir():
         report.add(str(kb_dir), "knowledge-base folder is missing")
         return set()
     docs = sorted(kb_dir.glob("*.md"))
     report.kb_docs = [p.stem for p in docs]
-    if not KB_DOCS[0] <= len(docs) <= KB_DOCS[1]:
-        report.add(str(kb_dir), f"expected {KB_DOCS[0]}-{KB_DOCS[1]} Markdown docs, found {len(docs)}")
+    if not kb_docs[0] <= len(docs) <= kb_docs[1]:
+        report.add(str(kb_dir), f"expected {kb_docs[0]}-{kb_docs[1]} Markdown docs, found {len(docs)}")
     for p in docs:
         text = p.read_text(encoding="utf-8")
         words = len(text.split())
         if not re.search(r"^# \S", text, flags=re.M):
             report.add(f"kb/{p.name}", "no '# ' heading")
-        if not KB_WORDS[0] <= words <= KB_WORDS[1]:
-            report.add(f"kb/{p.name}", f"{words} words, expected {KB_WORDS[0]}-{KB_WORDS[1]}")
-    report.chunk_ids = kb_chunk_ids(kb_dir)
+        if not kb_words[0] <= words <= kb_words[1]:
+            report.add(f"kb/{p.name}", f"{words} words, expected {kb_words[0]}-{kb_words[1]}")
+        report.doc_text[p.stem] = normalise(text)
+    report.chunk_text = kb_chunk_texts(kb_dir)
+    report.chunk_ids = set(report.chunk_text)
     return set(report.kb_docs)
 
 
-def validate(directory: str | Path = DEFAULT_DIR, popqa_kb: str | Path | None = POPQA_KB) -> Report:
-    """Validate the set in ``directory`` (JSONL files beside a ``kb/`` folder); return a Report."""
+def validate(directory: str | Path = DEFAULT_DIR, popqa_kb: str | Path | None = POPQA_KB, domain=None) -> Report:
+    """Validate the set in ``directory`` (JSONL files beside a ``kb/`` folder); return a Report.
+
+    ``domain``: an ``eval_sets.domains.Domain`` giving the files expected, the knowledge base's
+    bounds, the source name and whether strips and evidence are verbatim; default the help centre's."""
+    if domain is None:
+        from eval_sets.domains import DOMAINS
+
+        domain = DOMAINS["adversarial"]
     directory = Path(directory)
     report = Report()
-    kb_ids = _check_kb(directory / "kb", report)
+    kb_ids = _check_kb(directory / "kb", report, domain.kb_docs, domain.kb_words)
     popqa_ids = _load_popqa_ids(Path(popqa_kb)) if popqa_kb else None
     seen: dict[str, str] = {}
-    for kind in KINDS:
+    for kind in domain.kinds:
         path = directory / f"{kind}.jsonl"
         report.rows[kind] = []
         if not path.exists():
@@ -131,7 +168,8 @@ def validate(directory: str | Path = DEFAULT_DIR, popqa_kb: str | Path | None = 
                         report.add(where, f"duplicate id {rid!r} (first at {seen[rid]})")
                     else:
                         seen[rid] = f"{path.name}:{lineno}"
-                check_row(kind, row, where, report, kb_ids, popqa_ids, report.chunk_ids)
+                check_row(kind, row, where, report, kb_ids, popqa_ids, report.chunk_ids, domain.source)
+                check_labels_against_documents(kind, row, where, report, domain.verbatim)
                 report.rows[kind].append(row)
     return report
 
