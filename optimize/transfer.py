@@ -1,0 +1,195 @@
+"""Leave one domain out: how the trained judges do on a knowledge base whose labels they never saw.
+
+``python -m optimize.transfer [--domains adversarial,kubernetes,handbook,popqa] [--out reports/judge-transfer]``
+
+For each domain the judges are compiled twice from the repository's training rows
+(``optimize.judge_sources.fit_judges``): with every source (*labels in*) and with every source but
+that domain (*labels out*: its documents are still searched, its labels are neither trained nor
+calibrated on, so its thresholds are the defaults a new knowledge base gets). Both are measured on
+the same rows of that domain:
+
+=====================  =====================================================================
+``action_accuracy``    the evaluator's action (CRAG §4.3: best top-3 passage score against
+                       ``lower`` / ``upper``) against ``expected_action``, on the test queries
+                       that need retrieval (PopQA, which has no test split: dev questions,
+                       ``correct`` when a top-3 passage is relevant, else ``incorrect``)
+``passage_auc``        ROC AUC of the passage judge on each query's top-5 chunks, relevant when
+                       in ``relevant_chunk_ids`` (PopQA: names the subject and states an answer)
+``strip_f1``           F1 of the strips kept (score >= ``strip_keep``) on the strip rows
+                       (CRAG §4.4), of the test split where the domain labels one, else dev
+``support_accuracy``   three-way IsSup verdict accuracy (Self-RAG) on the support rows, same
+                       split rule; PopQA: its dev claims kept right
+=====================  =====================================================================
+
+It runs the trained judges only (no LM, no end-to-end answers), so it fits in minutes on 2 cores.
+Writes ``summary.json`` (one object per domain; each figure as ``{"labels_out", "labels_in"}``)
+and prints a Markdown table. Exits 2 naming an unknown domain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from optimize import judge_data as jd
+from optimize import train_judges as tj
+
+FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
+DEFAULT_OUT = Path("reports/judge-transfer")
+
+
+def _top3_best(pairs: jd.Pairs, scores) -> dict[str, float]:
+    top3 = [i < 3 for g in tj._runs(pairs.groups) for i in range(g)]
+    return tj.question_best([g for g, k in zip(pairs.groups, top3) if k], [s for s, k in zip(scores, top3) if k])
+
+
+def _component_split(name: str, kind: str) -> str:
+    from eval_sets.domains import load_rows
+
+    return "test" if load_rows(name, kind, "test") else "dev"
+
+
+def measure_domain(judges, name: str, kb, embedder) -> dict:
+    """The four figures of ``judges`` on domain ``name`` (see the module docstring), with row counts."""
+    from eval_sets.domains import load_rows
+
+    queries = load_rows(name, "queries", "test")
+    pairs = jd.adversarial_passage_pairs([], queries, kb, embedder)
+    scores = [judges.judges["passage"].score(d, c) for d, c in zip(pairs.dense, pairs.cues)]
+    t = judges.thresholds_for(kb)
+    expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
+    best = _top3_best(pairs, scores)
+    actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    strip_split, support_split = _component_split(name, "strips"), _component_split(name, "support")
+    strips = jd.adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
+    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
+    support = jd.support_rows_pairs(load_rows(name, "support", support_split), embedder)
+    support_scores = np.array([judges.judges["support"].score(d) for d in support.dense])
+    return {
+        "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
+        "passage_auc": tj.auc(pairs.labels, scores),
+        "strip_f1": tj.f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
+        "support_accuracy": tj.support_accuracy(support.targets, support_scores, judges.thresholds["support_partially"],
+                                                judges.thresholds["support_fully"]),
+        "confusion": tj._confusion(expected, actions),
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
+                       "support_partially": judges.thresholds["support_partially"],
+                       "support_fully": judges.thresholds["support_fully"]},
+        "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(support)},
+        "splits": {"queries": "test", "strips": strip_split, "support": support_split},
+    }
+
+
+def measure_popqa(judges, kb, embedder) -> dict:
+    """The four figures on PopQA's dev questions (it has no test split)."""
+    from eval_sets.popqa import load_questions
+
+    dev_q = load_questions(split="dev")
+    pairs = jd.popqa_passage_pairs(dev_q, kb)
+    scores = [judges.judges["passage"].score(d, c) for d, c in zip(pairs.dense, pairs.cues)]
+    best = _top3_best(pairs, scores)
+    _, expected, _ = tj.popqa_expected(pairs.groups, pairs.labels, scores)
+    t = judges.thresholds_for(kb)
+    actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    strips = jd.popqa_strip_pairs(dev_q, kb, embedder)
+    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
+    claims = jd.popqa_support_pairs(dev_q, kb, embedder)
+    claim_scores = np.array([judges.judges["support"].score(d) for d in claims.dense])
+    lexical = np.array([d[tj.SUPPORT_NAMES.index("lexical_verdict")] for d in claims.dense])
+    kept = (lexical == 1.0) | (claim_scores >= judges.thresholds["support_partially"])
+    return {
+        "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
+        "passage_auc": tj.auc(pairs.labels, scores),
+        "strip_f1": tj.f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
+        "support_accuracy": round(float((kept == np.asarray(claims.labels, bool)).mean()), 4),
+        "confusion": tj._confusion(expected, actions),
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
+                       "support_partially": judges.thresholds["support_partially"],
+                       "support_fully": judges.thresholds["support_fully"]},
+        "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(claims)},
+        "splits": {"queries": "dev", "strips": "dev", "support": "dev"},
+    }
+
+
+def run_transfer(domains: list[str], log=print) -> dict:
+    """Build every source's training pairs once, fit the judges with all and without each of
+    ``domains``, and measure both on that domain. Returns ``{domain: figures}``."""
+    from eval_sets.domains import DOMAINS
+    from optimize.judge_sources import domain_source, fit_judges, popqa_source
+    from program import resources
+
+    embedder = resources.embedder()
+    kbs = {name: resources.knowledge_base(DOMAINS[name].kb_dir) for name in DOMAINS}
+    kbs["popqa"] = resources.knowledge_base()
+    sources = [popqa_source(kbs["popqa"], embedder, resources.web_backend("snapshot"), log=log)]
+    for name in DOMAINS:
+        log(f"{name}: training pairs")
+        sources.append(domain_source(name, kbs[name], embedder))
+    labels_in = fit_judges(sources, embedder, log=log)
+    summary = {}
+    for name in domains:
+        labels_out = fit_judges([s for s in sources if s.name != name], embedder, log=log)
+        measure = (lambda j: measure_popqa(j, kbs["popqa"], embedder)) if name == "popqa" else \
+                  (lambda j, n=name: measure_domain(j, n, kbs[n], embedder))
+        out, inside = measure(labels_out), measure(labels_in)
+        summary[name] = {f: {"labels_out": out[f], "labels_in": inside[f]} for f in FIGURES}
+        summary[name].update({"rows": out["rows"], "splits": out["splits"],
+                              "confusion": {"labels_out": out["confusion"], "labels_in": inside["confusion"]},
+                              "thresholds": {"labels_out": out["thresholds"], "labels_in": inside["thresholds"]},
+                              "trained_on": {"labels_out": [s.name for s in sources if s.name != name],
+                                             "labels_in": [s.name for s in sources]}})
+        log(f"{name}: " + ", ".join(f"{f} {out[f]} out / {inside[f]} in" for f in FIGURES))
+    return summary
+
+
+def format_table(summary: dict) -> str:
+    """The summary as a Markdown table: one row per domain, each figure as labels out / labels in."""
+    lines = ["| domain | action accuracy | passage AUC | strip F1 | support accuracy | test queries |",
+             "|---|---|---|---|---|---|"]
+    for name, s in summary.items():
+        cells = [f"{s[f]['labels_out']:.3f} / {s[f]['labels_in']:.3f}" for f in FIGURES]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['rows']['queries']} |")
+    return "\n".join(lines)
+
+
+def write_summary(summary: dict, out_dir: Path, meta: dict) -> Path:
+    """``out_dir/summary.json``, written atomically (a kill leaves the previous one)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "summary.json"
+    tmp = path.with_suffix(f".json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"meta": meta, **summary}, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eval_sets.domains import DOMAINS
+
+    parser = argparse.ArgumentParser(prog="python -m optimize.transfer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--domains", default=",".join([*DOMAINS, "popqa"]),
+                        help="comma-separated domains to leave out one at a time (default: all and popqa)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="folder for summary.json")
+    args = parser.parse_args(argv)
+    domains = [d.strip() for d in args.domains.split(",") if d.strip()]
+    unknown = [d for d in domains if d != "popqa" and d not in DOMAINS]
+    if unknown or not domains:
+        print(f"error: unknown domain(s) {unknown}; choose from {', '.join([*DOMAINS, 'popqa'])}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    summary = run_transfer(domains, log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
+    meta = {"command": "python -m optimize.transfer " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "judges": "trained (program.judges.LinearJudge), no LM", "seconds": round(time.perf_counter() - started, 1)}
+    path = write_summary(summary, Path(args.out), meta)
+    print(format_table(summary))
+    print(f"\nsaved {path} ({meta['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
