@@ -189,8 +189,8 @@ def format_counts(report: Report) -> str:
     lines = [f"kb/: {len(report.kb_docs)} docs, {len(report.chunk_ids)} chunks", ""]
     lines.append(f"{'file':<16}{'total':>6}{'train':>7}{'dev':>5}{'test':>6}   labels (train/dev/test)")
     total = Counter()
-    for kind in KINDS:
-        rows = report.rows.get(kind, [])
+    for kind in [k for k in KINDS if k in report.rows]:
+        rows = report.rows[kind]
         splits = Counter(r.get("split") for r in rows)
         total.update(splits)
         per_label: dict[str, Counter] = {}

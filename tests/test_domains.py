@@ -1,0 +1,106 @@
+"""The labeled domains: each loads, has its split sizes, passes its validator, and runs end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+
+import pytest
+
+from eval_sets.adversarial.validate import validate
+from eval_sets.domains import DOMAINS, Domain, domain, load_rows
+from optimize import evaluate
+
+NEW = ("kubernetes", "handbook")
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_a_new_domain_has_its_documents_and_split_sizes(name):
+    d = domain(name)
+    assert 80 <= len(list(d.kb_dir.glob("*.md"))) <= 150
+    queries = load_rows(name, "queries")
+    splits = Counter(r["split"] for r in queries)
+    assert len(queries) >= 200 and splits["test"] >= 120 and splits["train"] >= 40 and splits["dev"] >= 25, splits
+    assert sum(not r["answerable"] for r in queries) >= len(queries) / 4
+    categories = Counter(r["category"] for r in queries if r["split"] == "test")
+    assert {"plain", "vocabulary-mismatch", "not-covered", "multi-part", "chit-chat"} <= set(categories), categories
+    for kind in ("strips", "support", "rewrite"):  # component labels for the train and dev queries
+        rows = load_rows(name, kind)
+        assert {r["split"] for r in rows} == {"train", "dev"}, kind
+    assert (d.directory / "README.md").read_text().count("licen") >= 1
+
+
+def test_the_help_centre_has_150_test_queries():
+    assert len(load_rows("adversarial", "queries", "test")) >= 150
+
+
+@pytest.mark.parametrize("name", sorted(DOMAINS))
+def test_every_label_checks_against_the_documents(name):
+    report = validate(DOMAINS[name].directory, domain=DOMAINS[name])
+    assert report.ok, "\n".join(report.problems[:20])
+
+
+def _tiny_domain(tmp_path, queries, strips=()):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "probes.md").write_text("# Probes\n\nThe kubelet restarts a container when its liveness probe fails. "
+                                  "The default period is 10 seconds.\n", encoding="utf-8")
+    for kind, rows in (("queries", queries), ("strips", strips), ("support", ()), ("rewrite", ())):
+        (tmp_path / f"{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return Domain("tiny", "a test domain", "tiny", ("queries", "strips", "support", "rewrite"), (1, 5), (5, 500),
+                  verbatim=True)
+
+
+QUERY = {"id": "t-q-1", "split": "test", "question": "How often does the kubelet probe my container?",
+         "category": "plain", "expected_action": "correct", "relevant_doc_ids": ["probes"],
+         "relevant_chunk_ids": ["probes#0"], "answerable": True, "gold_answers": ["10 seconds"],
+         "key_facts": ["every 10 seconds by default"], "expert_terms": ["periodseconds"], "needs_retrieval": True}
+
+
+def test_the_validator_passes_a_correct_row(tmp_path):
+    report = validate(tmp_path, domain=_tiny_domain(tmp_path, [QUERY]))
+    assert report.ok, report.problems
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"gold_answers": ["30 seconds"]}, "no relevant chunk states a gold answer"),
+    ({"relevant_chunk_ids": ["probes#7"]}, "relevant_chunk_id 'probes#7' is not a chunk of kb/"),
+    ({"relevant_doc_ids": ["liveness"], "relevant_chunk_ids": []}, "relevant_doc_id 'liveness' names no file"),
+    ({"category": "trivia"}, "category must be one of"),
+])
+def test_the_validator_names_a_wrong_label(tmp_path, change, problem):
+    report = validate(tmp_path, domain=_tiny_domain(tmp_path, [{**QUERY, **change}]))
+    assert any(problem in p for p in report.problems), report.problems
+
+
+def test_the_validator_wants_strips_copied_from_the_documents(tmp_path):
+    strip = {"id": "t-s-1", "split": "train", "question": "When is a container restarted?",
+             "strips": ["The kubelet restarts a container when its liveness probe fails.",
+                        "The default period is 10 seconds.", "The kubelet restarts a pod every minute."],
+             "relevant": [1], "source": "tiny:probes"}
+    report = validate(tmp_path, domain=_tiny_domain(tmp_path, [QUERY], [strip]))
+    assert [p for p in report.problems if "not found in any kb/ document" in p] == [
+        "strips.jsonl:1 (t-s-1): text not found in any kb/ document (copy it verbatim): "
+        "'The kubelet restarts a pod every minute.'"]
+
+
+def test_an_unknown_domain_is_one_line():
+    with pytest.raises(ValueError, match="unknown domain 'nosuch'; expected one of: adversarial, handbook, kubernetes"):
+        domain("nosuch")
+
+
+@pytest.mark.parametrize("name", sorted(DOMAINS))
+def test_one_query_of_each_domain_runs_through_the_program(name, fake_lm, tmp_path, monkeypatch):
+    monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
+    out = tmp_path / "run"
+    code = evaluate.main(["--set", name, "--split", "test", "--limit", "1", "--modes", "rag,crag",
+                          "--compiled", "none", "--groundedness", "off", "--out", str(out)])
+    assert code == 0
+    first = load_rows(name, "queries", "test")[0]
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["mode"], r["id"]) for r in rows] == [("rag", first["id"]), ("crag", first["id"])]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["set"] == name and summary["web"] == "none"
+    assert rows[1]["action"] in ("correct", "ambiguous", "incorrect")
