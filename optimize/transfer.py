@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     summary = run_transfer(domains, log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
-    meta = {"command": "python -m optimize.transfer " + " ".join(argv if argv is not None else sys.argv[1:]),
+    meta = {"command": " ".join(["python -m optimize.transfer", *(argv if argv is not None else sys.argv[1:])]),
             "judges": "trained (program.judges.LinearJudge), no LM", "seconds": round(time.perf_counter() - started, 1)}
     path = write_summary(summary, Path(args.out), meta)
     print(format_table(summary))
