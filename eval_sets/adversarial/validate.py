@@ -15,7 +15,11 @@ of ``schema.py``:
   ``relevant_chunk_id`` (``<doc>#<n>``, the retriever's chunk ``<doc>.md#<n>`` under the default
   chunking of ``program.retrieval.chunking``) is a chunk of one of the row's relevant docs; PopQA
   doc ids of rewrite rows (``source: popqa``) name a document of ``eval_sets/popqa/knowledge_base.jsonl``;
-* the knowledge base: 60-100 Markdown docs, each with a ``# `` heading and 150-500 words.
+* labels against the documents: an answerable query's relevant chunks (heading and text) state at
+  least one of its gold answers; in the newer domains (``eval_sets.domains``), every strip and every
+  support evidence is copied verbatim from a ``kb/`` document;
+* the knowledge base: 60-100 Markdown docs, each with a ``# `` heading and 150-500 words (other
+  domains: their own bounds, ``python -m eval_sets.validate NAME``).
 
 Prints counts per file, per split and per label/category, and a label-balance summary.
 Exits 1 listing every problem found.
