@@ -45,14 +45,18 @@ class Pairs:
     labels: list[int] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     targets: list[float] = field(default_factory=list)
+    texts: list[tuple[str, str] | None] = field(default_factory=list)
 
-    def add(self, dense, cues, label: int, group: str, target: float | None = None) -> None:
+    def add(self, dense, cues, label: int, group: str, target: float | None = None,
+            text: tuple[str, str] | None = None) -> None:
+        """One row; ``text`` is its ``(question, passage)`` where a model reading text may learn from it."""
         self.dense.append(dense)
         if self.cues is not None:
             self.cues.append(cues or [])
         self.labels.append(int(label))
         self.groups.append(group)
         self.targets.append(float(label if target is None else target))
+        self.texts.append(text)
 
     def extend(self, other: "Pairs") -> "Pairs":
         self.dense += other.dense
@@ -61,6 +65,7 @@ class Pairs:
         self.labels += other.labels
         self.groups += other.groups
         self.targets += other.targets
+        self.texts += other.texts or [None for _ in other.dense]
         return self
 
     def arrays(self):
@@ -92,7 +97,8 @@ def popqa_passage_pairs(questions: list[dict], kb, k: int = 6) -> Pairs:
     for q, passages in zip(questions, results):
         for p in passages:
             label = names_subject(p.text, q["subject"]) and states_answer(p.text, q["possible_answers"])
-            pairs.add(passage_features(q["question"], p.text, p.score), cue_pairs(q["question"], p.text), label, q["id"])
+            pairs.add(passage_features(q["question"], p.text, p.score), cue_pairs(q["question"], p.text), label, q["id"],
+                      text=(q["question"], judged_text(p)))
     return pairs
 
 
@@ -182,7 +188,7 @@ def adversarial_passage_pairs(grading_rows: list[dict], query_rows: list[dict], 
         relevant = set(r.get("relevant_chunk_ids") or []) if r.get("answerable", True) else set()
         for p in passages:
             pairs.add(passage_features(r["question"], p.text, p.score), cue_pairs(r["question"], p.text),
-                      chunk_key(p.id) in relevant, r["id"])
+                      chunk_key(p.id) in relevant, r["id"], text=(r["question"], judged_text(p)))
     return pairs
 
 

@@ -38,6 +38,8 @@ class SourcePairs:
             in ``passage`` (PopQA: ``correct`` when a top-3 passage is relevant, else
             ``incorrect``).
         claims: PopQA only: the generator-style claims of its answers (kept or not).
+        support_weight: the weight of its support rows beside the synthetic PopQA ones
+            (hand-labeled rows weigh more; rows a knowledge base gives of itself weigh 1).
     """
 
     name: str
@@ -47,6 +49,7 @@ class SourcePairs:
     support: jd.Pairs
     expected: dict[str, str] = field(default_factory=dict)
     claims: jd.Pairs | None = None
+    support_weight: float = tj.LABELED_SUPPORT_WEIGHT
 
 
 def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:
@@ -147,11 +150,12 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     popqa = next((s for s in sources if s.name == "popqa"), None)
     synthetic = popqa.support if popqa else jd.Pairs(cues=None)
     claims = popqa.claims if popqa and popqa.claims is not None else jd.Pairs(cues=None)
-    labeled = _join([s.support for s in sources if s.name != "popqa"], cues=False)
+    others = [s for s in sources if s.name != "popqa"]
+    labeled = _join([s.support for s in others], cues=False)
     support_pairs = _join([synthetic, claims, labeled], cues=False)
     # the hand-labeled rows weigh as much as the synthetic ones together, as in train_judges
     weights = np.array([1.0] * len(synthetic) + [tj.POPQA_CLAIM_WEIGHT] * len(claims)
-                       + [tj.LABELED_SUPPORT_WEIGHT] * len(labeled))
+                       + [w for s in others for w in [s.support_weight] * len(s.support)])
     support_oof = tj.out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
     rows = slice(len(synthetic) + len(claims), len(support_pairs))
     targets = np.asarray(support_pairs.targets)[rows]

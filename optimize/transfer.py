@@ -1,11 +1,14 @@
 """Leave one domain out: how the trained judges do on a knowledge base whose labels they never saw.
 
-``python -m optimize.transfer [--domains adversarial,kubernetes,handbook,popqa] [--out reports/judge-transfer]``
+``python -m optimize.transfer [--domains adversarial,kubernetes,handbook,popqa] [--questions N] [--out reports/judge-transfer]``
 
 For each domain the judges are compiled twice from the repository's training rows
 (``optimize.judge_sources.fit_judges``): with every source (*labels in*) and with every source but
 that domain (*labels out*: its documents are still searched, its labels are neither trained nor
-calibrated on, so its thresholds are the defaults a new knowledge base gets). Both are measured on
+calibrated on, so its thresholds are the defaults a new knowledge base gets), and, for the labeled
+domains, *adapted*: labels out plus the rows its own documents give with no labels
+(``optimize.synthetic_rows``: heading questions kept when retrieval ranks their source chunk first,
+ARES-style; MiniCheck-style support rows), which also calibrate its thresholds. All are measured on
 the same rows of that domain:
 
 =====================  =====================================================================
@@ -22,7 +25,8 @@ the same rows of that domain:
 =====================  =====================================================================
 
 It runs the trained judges only (no LM, no end-to-end answers), so it fits in minutes on 2 cores.
-Writes ``summary.json`` (one object per domain; each figure as ``{"labels_out", "labels_in"}``)
+Writes ``summary.json`` (one object per domain; each figure as ``{"labels_out", "adapted", "labels_in"}``,
+no ``adapted`` for PopQA)
 and prints a Markdown table. Exits 2 naming an unknown domain.
 """
 
@@ -117,11 +121,19 @@ def measure_popqa(judges, kb, embedder) -> dict:
     }
 
 
-def run_transfer(domains: list[str], log=print) -> dict:
+def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0, cross_encoder: bool = False,
+                 log=print) -> dict:
     """Build every source's training pairs once, fit the judges with all and without each of
-    ``domains``, and measure both on that domain. Returns ``{domain: figures}``."""
+    ``domains`` (and adapted to its documents), and measure them on that domain. ``questions``: how
+    many questions the configured LM writes per domain for its adaptation (0: headings only), within
+    ``time_cap`` seconds per domain. ``cross_encoder``: also fine-tune the MiniLM cross-encoder as the
+    passage judge on the adapted rows (``optimize.train_cross_encoder``, up to ``time_cap`` seconds)
+    and report its action accuracy and passage AUC. Returns ``{domain: figures}``."""
     from eval_sets.domains import DOMAINS
     from optimize.judge_sources import domain_source, fit_judges, popqa_source
+    from optimize.lm_questions import write_questions
+    from optimize.synthetic_rows import document_source
+    from optimize.train_cross_encoder import cross_encoder_figures
     from program import resources
 
     embedder = resources.embedder()
@@ -134,26 +146,41 @@ def run_transfer(domains: list[str], log=print) -> dict:
     labels_in = fit_judges(sources, embedder, log=log)
     summary = {}
     for name in domains:
-        labels_out = fit_judges([s for s in sources if s.name != name], embedder, log=log)
+        without = [s for s in sources if s.name != name]
+        variants = {"labels_out": without, "labels_in": sources}
+        if name != "popqa":  # its documents' own rows, no labels (ARES): the adapted judges
+            written = write_questions(kbs[name], questions, time_cap, log=log) if questions else None
+            own_rows = document_source(f"{name} (documents)", kbs[name], embedder, written=written, log=log)
+            variants["adapted"] = without + [own_rows]
         measure = (lambda j: measure_popqa(j, kbs["popqa"], embedder)) if name == "popqa" else \
                   (lambda j, n=name: measure_domain(j, n, kbs[n], embedder))
-        out, inside = measure(labels_out), measure(labels_in)
-        summary[name] = {f: {"labels_out": out[f], "labels_in": inside[f]} for f in FIGURES}
-        summary[name].update({"rows": out["rows"], "splits": out["splits"],
-                              "confusion": {"labels_out": out["confusion"], "labels_in": inside["confusion"]},
-                              "thresholds": {"labels_out": out["thresholds"], "labels_in": inside["thresholds"]},
-                              "trained_on": {"labels_out": [s.name for s in sources if s.name != name],
-                                             "labels_in": [s.name for s in sources]}})
-        log(f"{name}: " + ", ".join(f"{f} {out[f]} out / {inside[f]} in" for f in FIGURES))
+        figures = {v: measure(labels_in if v == "labels_in" else fit_judges(srcs, embedder, log=log))
+                   for v, srcs in variants.items()}
+        summary[name] = {f: {v: figures[v][f] for v in variants} for f in FIGURES}
+        summary[name].update({"rows": figures["labels_out"]["rows"], "splits": figures["labels_out"]["splits"],
+                              "confusion": {v: figures[v]["confusion"] for v in variants},
+                              "thresholds": {v: figures[v]["thresholds"] for v in variants},
+                              "trained_on": {v: [s.name for s in srcs] for v, srcs in variants.items()}})
+        if cross_encoder and name != "popqa":
+            summary[name]["cross_encoder_adapted"] = cross_encoder_figures(variants["adapted"], own_rows, name,
+                                                                           kbs[name], embedder, time_cap=time_cap,
+                                                                           log=log)
+        log(f"{name}: " + "; ".join(f"{f} " + " / ".join(f"{v} {figures[v][f]}" for v in variants) for f in FIGURES))
     return summary
 
 
 def format_table(summary: dict) -> str:
-    """The summary as a Markdown table: one row per domain, each figure as labels out / labels in."""
+    """The summary as a Markdown table: one row per domain, each figure as labels out / adapted from
+    its documents / labels in ("-" where a variant was not run)."""
     lines = ["| domain | action accuracy | passage AUC | strip F1 | support accuracy | test queries |",
              "|---|---|---|---|---|---|"]
+
+    def cell(figure: dict) -> str:
+        return " / ".join("-" if figure.get(v) is None else f"{figure[v]:.3f}"
+                          for v in ("labels_out", "adapted", "labels_in"))
+
     for name, s in summary.items():
-        cells = [f"{s[f]['labels_out']:.3f} / {s[f]['labels_in']:.3f}" for f in FIGURES]
+        cells = [cell(s[f]) for f in FIGURES]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['rows']['queries']} |")
     return "\n".join(lines)
 
@@ -175,16 +202,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domains", default=",".join([*DOMAINS, "popqa"]),
                         help="comma-separated domains to leave out one at a time (default: all and popqa)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="folder for summary.json")
+    parser.add_argument("--questions", type=int, default=0,
+                        help="questions the LM writes per domain for its adaptation (default 0: headings only)")
+    parser.add_argument("--time-cap", type=float, default=600.0, help="seconds of question writing per domain")
+    parser.add_argument("--model", default=None, help="the LM that writes them (default embedded-1.5b)")
+    parser.add_argument("--cross-encoder", action="store_true",
+                        help="also fine-tune the MiniLM cross-encoder as the passage judge, adapted (minutes per domain)")
     args = parser.parse_args(argv)
     domains = [d.strip() for d in args.domains.split(",") if d.strip()]
     unknown = [d for d in domains if d != "popqa" and d not in DOMAINS]
     if unknown or not domains:
         print(f"error: unknown domain(s) {unknown}; choose from {', '.join([*DOMAINS, 'popqa'])}", file=sys.stderr)
         return 2
+    if args.questions < 0 or args.time_cap <= 0:
+        print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
+        return 2
+    if args.questions:
+        from program.lm import configure_lm
+
+        configure_lm(args.model)
     started = time.perf_counter()
-    summary = run_transfer(domains, log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
+    summary = run_transfer(domains, args.questions, args.time_cap, args.cross_encoder,
+                           log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
     meta = {"command": " ".join(["python -m optimize.transfer", *(argv if argv is not None else sys.argv[1:])]),
-            "judges": "trained (program.judges.LinearJudge), no LM", "seconds": round(time.perf_counter() - started, 1)}
+            "judges": "trained (program.judges.LinearJudge), no LM judging",
+            "questions_written_per_domain": args.questions, "cross_encoder": args.cross_encoder,
+            "seconds": round(time.perf_counter() - started, 1)}
     path = write_summary(summary, Path(args.out), meta)
     print(format_table(summary))
     print(f"\nsaved {path} ({meta['seconds']} s)")

@@ -9,6 +9,7 @@ from signatures.deciding import DecideRetrieval
 from signatures.grading import GradeRetrieval, StripRelevance
 from signatures.rewriting import RewriteQuery
 from signatures.support import CheckClaimSupport, ExtractClaims, JudgeUsefulness
+from signatures.synthesis import WriteQuestion
 
 __all__ = [
     "AnswerClosedBook",
@@ -23,4 +24,5 @@ __all__ = [
     "RewriteForWebSearch",
     "RewriteQuery",
     "StripRelevance",
+    "WriteQuestion",
 ]

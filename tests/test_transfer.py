@@ -55,9 +55,93 @@ def test_the_summary_is_written_whole_and_tabled(tmp_path):
     saved = json.loads(path.read_text())
     assert saved["kubernetes"]["strip_f1"] == {"labels_out": 0.5, "labels_in": 0.75}
     assert list(tmp_path.iterdir()) == [path]
-    assert "| kubernetes | 0.500 / 0.750 | 0.500 / 0.750 | 0.500 / 0.750 | 0.500 / 0.750 | 120 |" in transfer.format_table(summary)
+    assert "| kubernetes | 0.500 / - / 0.750 | 0.500 / - / 0.750 | 0.500 / - / 0.750 | 0.500 / - / 0.750 | 120 |" \
+        in transfer.format_table(summary)
 
 
 def test_an_unknown_domain_exits_2(capsys):
     assert transfer.main(["--domains", "kubernetes,nosuch"]) == 2
     assert "unknown domain(s) ['nosuch']" in capsys.readouterr().err
+
+
+def test_a_knowledge_base_gives_training_rows_of_itself(help_centre, embedder):
+    from optimize.synthetic_rows import document_source, heading_questions
+
+    kb, _ = help_centre
+    asked = heading_questions(kb, max_questions=40)
+    assert len(asked) == 40 and all(len(q.split()) >= 2 for q, _ in asked)
+    source = document_source("help centre (documents)", kb, embedder, max_questions=40, log=lambda m: None)
+    correct = [g for g, a in source.expected.items() if a == "correct"]
+    assert correct and all(a == "incorrect" for g, a in source.expected.items() if g.startswith("syn-out-"))
+    # each kept question's source chunk is its one relevant passage; its "not covered" twin has none
+    for g in correct:
+        assert sum(label for label, group in zip(source.passage.labels, source.passage.groups) if group == g) == 1
+    assert not any(label for label, group in zip(source.passage.labels, source.passage.groups)
+                   if group.startswith("syn-out-"))
+    assert 0 < sum(source.strip.labels) < len(source.strip) and len(source.support) > 0
+    assert source.support_weight == 1.0
+    judges = fit_judges([source], embedder, log=lambda m: None)
+    assert judges.thresholds_for(kb)["lower"] <= judges.thresholds_for(kb)["upper"]
+
+
+def _first_sentence(inputs):
+    """The fake LM asks the passage's first sentence back and copies its first three words."""
+    first = inputs["passage"].split(". ")[0]
+    return {"question": first, "answer": " ".join(first.split()[:3])}
+
+
+def test_written_questions_are_kept_the_ares_way_and_cached(help_centre, fake_lm, tmp_path):
+    from optimize.lm_questions import write_questions
+    from signatures import WriteQuestion
+
+    kb, _ = help_centre
+    fake_lm.rules[WriteQuestion] = _first_sentence
+    rows = write_questions(kb, n=4, cache_dir=tmp_path, log=lambda m: None)
+    assert len(rows) == 4 and fake_lm.calls["WriteQuestion"] == 4
+    assert len({kb.chunks[[c.chunk_id for c in kb.chunks].index(r["chunk_id"])].doc_id for r in rows}) == 4
+    for r in rows:  # kept means: the answer is in the chunk and the chunk is ranked first for the question
+        assert r["kept"] == (kb.search(r["question"], 1)[0].id == r["chunk_id"])
+    assert write_questions(kb, n=4, cache_dir=tmp_path, log=lambda m: None) == rows
+    assert fake_lm.calls["WriteQuestion"] == 4  # unchanged documents: nothing asked again
+
+
+def test_question_writing_stops_at_its_time_cap(help_centre, fake_lm, tmp_path):
+    from optimize.lm_questions import write_questions
+    from signatures import WriteQuestion
+
+    kb, _ = help_centre
+    fake_lm.rules[WriteQuestion] = _first_sentence
+    said = []
+    assert write_questions(kb, n=4, time_cap=-1, cache_dir=tmp_path, log=said.append) == []
+    assert fake_lm.calls["WriteQuestion"] == 0 and said[0] == "question writing stopped at its time cap (-1 s)"
+
+
+def test_the_cross_encoder_learns_a_pair_and_names_a_bad_call():
+    from program.judges.cross_encoder import CrossEncoderJudge
+
+    judge = CrossEncoderJudge(max_length=64)
+    relevant = ("How long do refunds take?", "Refunds appear within 5-10 business days.")
+    other = ("How long do refunds take?", "Payouts are sent every weekday.")
+    before = judge.predict([relevant, other])
+    judge.fit([relevant, other] * 8, [1, 0] * 8, epochs=3, batch_size=4, lr=1e-4)
+    after = judge.predict([relevant, other])
+    assert after.shape == (2,) and ((after >= 0) & (after <= 1)).all()
+    assert after[0] - after[1] > before[0] - before[1]
+    with pytest.raises(ValueError, match="as many labels as pairs"):
+        judge.fit([relevant], [1, 0])
+
+
+def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
+    from optimize import judge_data as jd
+    from optimize.judge_sources import SourcePairs
+    from optimize.train_cross_encoder import training_pairs
+
+    def source(name, n):
+        pairs = jd.Pairs()
+        for i in range(n):
+            pairs.add([0.0], [], i % 2, f"{name}-{i}", text=(f"{name} q{i}", "p"))
+        return SourcePairs(name, None, pairs, jd.Pairs(), jd.Pairs(cues=None))
+
+    pairs, labels = training_pairs([source("popqa", 50), source("kubernetes", 8)], max_pairs=20)
+    assert len(pairs) == 20 and sum(q.startswith("kubernetes") for q, _ in pairs) == 8
+    assert pairs[:8] == [(f"kubernetes q{i}", "p") for i in range(8)] and labels[:2] == [0, 1]

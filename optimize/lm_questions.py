@@ -1,0 +1,96 @@
+"""Questions the LM writes for a knowledge base's own chunks, kept the ARES way (Saad-Falcon et al. 2024, §3.1).
+
+For sampled chunks the LM (``WriteQuestion``) writes a question a reader would ask and copies its
+answer from the chunk. A question is kept when its answer is in the chunk and the embedder ranks the
+chunk first for it ("filtered by whether the retriever returns the source passage"). The kept rows
+feed ``optimize.synthetic_rows.document_source`` beside the heading questions, and, with their
+answer, label strips the FILCO way (the strip holding the answer is relevant).
+
+Writing is time-boxed (``time_cap`` seconds) and cached per knowledge base in
+``<cache>/questions-<corpus key>.jsonl``: a rerun with unchanged documents asks nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import dspy
+
+from program.judges.store import corpus_key
+from signatures import WriteQuestion
+
+MIN_WORDS = 30
+
+
+def _normalise(text: str) -> str:
+    return " ".join("".join(ch for ch in text if ch not in "*_`").casefold().split())
+
+
+def sample_chunks(kb, n: int, seed: int = 0) -> list:
+    """Up to ``n`` chunks of ``MIN_WORDS`` words or more, at most one per document first (seeded)."""
+    rng = random.Random(seed)
+    chunks = [c for c in kb.chunks if len(c.text.split()) >= MIN_WORDS]
+    rng.shuffle(chunks)
+    seen, first, rest = set(), [], []
+    for c in chunks:
+        (rest if c.doc_id in seen else first).append(c)
+        seen.add(c.doc_id)
+    return (first + rest)[:n]
+
+
+def cache_path(kb, cache_dir: str | Path | None = None) -> Path:
+    """Where the written questions of ``kb`` are kept (``$CRAG_CACHE_DIR`` or ``.cache``)."""
+    root = Path(cache_dir or os.environ.get("CRAG_CACHE_DIR") or ".cache")
+    return root / "synthetic" / f"questions-{corpus_key(kb)}.jsonl"
+
+
+def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cache_dir=None, log=print) -> list[dict]:
+    """Written and filtered questions for ``kb``: dicts ``question``, ``answer``, ``chunk_id``, ``kept``.
+
+    Uses DSPy's configured LM. Stops asking after ``time_cap`` seconds (what was written is kept).
+    Rows already in the cache are not asked again; the cache is rewritten atomically after each row.
+
+    Raises:
+        whatever the LM raises (an unreachable served model): a question the LM cannot write is a
+        failure of the run, not a row."""
+    path = cache_path(kb, cache_dir)
+    done = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["chunk_id"]] = row
+    writer = dspy.Predict(WriteQuestion)
+    started = time.perf_counter()
+    for chunk in sample_chunks(kb, n, seed):
+        if chunk.chunk_id in done:
+            continue
+        if time.perf_counter() - started > time_cap:
+            log(f"question writing stopped at its time cap ({time_cap:.0f} s)")
+            break
+        title = f"{chunk.title} / {chunk.heading}" if chunk.heading and chunk.heading != chunk.title else chunk.title
+        out = writer(title=title or chunk.doc_id, passage=chunk.text)
+        question, answer = str(out.question or "").strip(), str(out.answer or "").strip()
+        top = kb.search(question, 1) if question else []
+        kept = bool(question and answer and _normalise(answer) in _normalise(chunk.text)
+                    and top and top[0].id == chunk.chunk_id)
+        done[chunk.chunk_id] = {"chunk_id": chunk.chunk_id, "question": question, "answer": answer, "kept": kept}
+        _save(path, list(done.values()))
+    rows = list(done.values())
+    log(f"{sum(r['kept'] for r in rows)} of {len(rows)} written questions kept "
+        f"(answer in its chunk, chunk ranked first) in {time.perf_counter() - started:.0f} s")
+    return rows
+
+
+def _save(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".jsonl.tmp{os.getpid()}")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+__all__ = ["cache_path", "sample_chunks", "write_questions"]
