@@ -1,8 +1,9 @@
 """Questions the LM writes for a knowledge base's own chunks, kept the ARES way (Saad-Falcon et al. 2024, §3.1).
 
 For sampled chunks the LM (``WriteQuestion``) writes a question a reader would ask and copies its
-answer from the chunk. A question is kept when its answer is in the chunk and the embedder ranks the
-chunk first for it ("filtered by whether the retriever returns the source passage"). The kept rows
+answer from the chunk. A question is kept when the chunk holds its answer (word for word, or, since
+the 1.5B model paraphrases, a strip holding half its content words) and the embedder ranks the chunk
+first for it ("filtered by whether the retriever returns the source passage"). The kept rows
 feed ``optimize.synthetic_rows.document_source`` beside the heading questions, and, with their
 answer, label strips the FILCO way (the strip holding the answer is relevant).
 
@@ -30,6 +31,34 @@ def _normalise(text: str) -> str:
     return " ".join("".join(ch for ch in text if ch not in "*_`").casefold().split())
 
 
+def answer_sentence(chunk_text: str, answer: str) -> str | None:
+    """The chunk's strip that holds ``answer``: the one containing it word for word, else the one
+    holding at least half of its first 20 content words (a small LM paraphrases its answer), or None."""
+    from program.refine import decompose
+    from program.text import words
+    from program.types import Passage
+
+    strips = [s.text for s in decompose(Passage(id="chunk", text=chunk_text))]
+    exact = [t for t in strips if _normalise(answer) in _normalise(t)]
+    if exact:
+        return exact[0]
+    wanted = [w for w in words(answer) if len(w) > 3][:20]
+    if not wanted or not strips:
+        return None
+    best = max(strips, key=lambda t: sum(w in set(words(t)) for w in wanted))
+    return best if sum(w in set(words(best)) for w in wanted) >= len(wanted) / 2 else None
+
+
+def judge_row(kb, chunk, question: str, answer: str) -> dict:
+    """One written question, kept the ARES way: the embedder ranks its chunk first and the chunk holds
+    its answer (``answer_sentence``)."""
+    sentence = answer_sentence(chunk.text, answer) if question and answer else None
+    top = kb.search(question, 1) if question else []
+    kept = bool(sentence and top and top[0].id == chunk.chunk_id)
+    return {"chunk_id": chunk.chunk_id, "question": question, "answer": answer, "answer_sentence": sentence,
+            "kept": kept}
+
+
 def sample_chunks(kb, n: int, seed: int = 0) -> list:
     """Up to ``n`` chunks of ``MIN_WORDS`` words or more, at most one per document first (seeded)."""
     rng = random.Random(seed)
@@ -49,7 +78,8 @@ def cache_path(kb, cache_dir: str | Path | None = None) -> Path:
 
 
 def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cache_dir=None, log=print) -> list[dict]:
-    """Written and filtered questions for ``kb``: dicts ``question``, ``answer``, ``chunk_id``, ``kept``.
+    """Written and filtered questions for ``kb``: dicts ``question``, ``answer``, ``answer_sentence``,
+    ``chunk_id``, ``kept`` (``judge_row``).
 
     Uses DSPy's configured LM. Stops asking after ``time_cap`` seconds (what was written is kept).
     Rows already in the cache are not asked again; the cache is rewritten atomically after each row.
@@ -75,10 +105,7 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
         title = f"{chunk.title} / {chunk.heading}" if chunk.heading and chunk.heading != chunk.title else chunk.title
         out = writer(title=title or chunk.doc_id, passage=chunk.text)
         question, answer = str(out.question or "").strip(), str(out.answer or "").strip()
-        top = kb.search(question, 1) if question else []
-        kept = bool(question and answer and _normalise(answer) in _normalise(chunk.text)
-                    and top and top[0].id == chunk.chunk_id)
-        done[chunk.chunk_id] = {"chunk_id": chunk.chunk_id, "question": question, "answer": answer, "kept": kept}
+        done[chunk.chunk_id] = judge_row(kb, chunk, question, answer)
         _save(path, list(done.values()))
     rows = list(done.values())
     log(f"{sum(r['kept'] for r in rows)} of {len(rows)} written questions kept "
@@ -93,4 +120,4 @@ def _save(path: Path, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["cache_path", "sample_chunks", "write_questions"]
+__all__ = ["answer_sentence", "cache_path", "judge_row", "sample_chunks", "write_questions"]

@@ -58,8 +58,8 @@ def _strips(question: str, own_chunk: Passage, other_chunk: Passage, answer: str
     not and 2 of another document; without one, up to 3 source strips (relevant) beside 3 others."""
     own = [s.text for s in decompose(own_chunk)]
     other = [s.text for s in decompose(other_chunk)]
-    if answer:
-        holding = [t for t in own if answer.casefold() in t.casefold()][:2]
+    if answer:  # the answer, or the strip holding it
+        holding = [t for t in own if answer.casefold() in t.casefold() or t.casefold() in answer.casefold()][:2]
         if not holding:
             return None
         strips, relevant = holding + [t for t in own if t not in holding][:2] + other[:2], len(holding)
@@ -90,7 +90,7 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
             kept written question."""
     by_id = {c.chunk_id: c for c in kb.chunks}
     asked = [(q, c, None) for q, c in heading_questions(kb, max_questions, seed)]
-    asked += [(r["question"], by_id[r["chunk_id"]], r["answer"]) for r in written or []
+    asked += [(r["question"], by_id[r["chunk_id"]], r.get("answer_sentence") or r["answer"]) for r in written or []
               if r.get("kept") and r["chunk_id"] in by_id]
     if not asked:
         raise ValueError(f"{name}: no section heading of two or more words and no written question to ask")

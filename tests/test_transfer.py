@@ -145,3 +145,14 @@ def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
     pairs, labels = training_pairs([source("popqa", 50), source("kubernetes", 8)], max_pairs=20)
     assert len(pairs) == 20 and sum(q.startswith("kubernetes") for q, _ in pairs) == 8
     assert pairs[:8] == [(f"kubernetes q{i}", "p") for i in range(8)] and labels[:2] == [0, 1]
+
+
+def test_a_paraphrased_answer_finds_the_strip_that_holds_it():
+    from optimize.lm_questions import answer_sentence
+
+    chunk = ("A Pod is evicted when the node runs short of memory. The kubelet waits for the grace period. "
+             "Images are garbage collected when disk usage exceeds 85 percent.")
+    assert answer_sentence(chunk, "the kubelet waits for the grace period") == "The kubelet waits for the grace period."
+    assert answer_sentence(chunk, "Unused images get collected once disk usage goes over 85 percent") == \
+        "Images are garbage collected when disk usage exceeds 85 percent."
+    assert answer_sentence(chunk, "It restarts the container with an exponential back-off") is None
