@@ -37,14 +37,14 @@ NEGATIVE_RANK = 4  # 0-based: ranked 5 and below
 
 
 def heading_questions(kb, max_questions: int = 300, seed: int = 0) -> list[tuple[str, object]]:
-    """``(question, chunk)`` for the first chunk of each section whose heading has 2+ words and is not
-    the document's title alone, at most ``max_questions`` of them (seeded sample)."""
+    """``(question, chunk)`` for the first chunk of each section whose heading has 2+ words (a page's
+    first section is headed by its title), at most ``max_questions`` of them (seeded sample)."""
     first: dict[tuple[str, str], object] = {}
     for chunk in kb.chunks:
         heading = (chunk.heading or "").strip()
         if len(heading.split()) >= 2 and (chunk.doc_id, heading) not in first:
             first[(chunk.doc_id, heading)] = chunk
-    pairs = [(h if h != c.title else c.title, c) for (_, h), c in first.items()]
+    pairs = [(h, c) for (_, h), c in first.items()]
     random.Random(seed).shuffle(pairs)
     return pairs[:max_questions]
 
