@@ -10,6 +10,9 @@ calibrated on that knowledge base's train queries (``optimize.lm_thresholds``; 2
 compile's 50 minutes on 2 cores, and no dev action gained with the embedded 1.5B model, so the
 default compile leaves the LM's sampled words on their fixed bands). The program's DSPy JSON
 state and a manifest go to ``compiled/`` (``program.compiled.save_compiled``).
+
+``--kb PATH_OR_URL`` adapts the trained judges to that knowledge base from its own documents
+instead (``optimize.adapt``), saved under ``compiled/adapted/``.
 """
 
 from __future__ import annotations
@@ -358,7 +361,22 @@ def main(argv: list[str] | None = None) -> int:
                              "probability scores of the train queries (about 24 minutes more; optimize.lm_thresholds)")
     parser.add_argument("--only", help=f"comma-separated predictors to compile ({', '.join(KINDS)}); the others "
                                        "keep the state, figures and thresholds saved in --out")
+    parser.add_argument("--kb", help="adapt the judges to this knowledge base (a corpus file or folder, or a "
+                                     "postgresql:// URL) from its own documents, and save them beside --out; "
+                                     "the predictors are not recompiled (optimize.adapt)")
+    parser.add_argument("--leave-out", default="", help="with --kb: labeled domains whose labels are not learned "
+                                                        "from (comma-separated; e.g. kubernetes, to measure it)")
+    parser.add_argument("--questions", type=int, default=None,
+                        help="with --kb: questions the LM writes for sampled chunks (default 0: headings only)")
+    parser.add_argument("--time-cap", type=float, default=None,
+                        help="with --kb: seconds the LM may spend writing questions (default 900)")
     args = parser.parse_args(argv)
+    if args.kb:
+        from optimize.adapt import main_for_kb
+
+        return main_for_kb(args, parser)
+    if args.leave_out or args.questions is not None or args.time_cap is not None:
+        parser.error("--leave-out, --questions and --time-cap go with --kb")
     only = [k.strip() for k in args.only.split(",") if k.strip()] if args.only else list(KINDS)
     if unknown := sorted(set(only) - set(KINDS)):
         parser.error(f"--only: unknown predictor(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")

@@ -229,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     done = done_pairs(csv_path) if args.resume else set()
     asked: set[tuple[str, str]] = set()
     build_errors: dict[str, str] = {}
+    judges_by_mode: dict[str, dict] = {}
     skipped, code = 0, 0
     fh, writer = _open_csv(csv_path, CSV_COLUMNS)
     sfh, steps_writer = _open_csv(steps_path, STEP_COLUMNS)
@@ -257,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                 build_errors[mode] = f"{type(exc).__name__}: {exc}"
                 code = 1
                 continue
+            if hasattr(program, "judges_report"):  # who judged, and whether adapted to this knowledge base
+                judges_by_mode[mode] = program.judges_report()
             check = args.groundedness == "auto" and mode in POST_HOC_MODES
             checker = claim_checker(program, compiled) if check else None
             bar = tqdm(total=len(todo), desc=mode, unit="q", file=sys.stderr)
@@ -289,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
             "resume": args.resume, "skipped": skipped,
-            "n_questions": len(rows), "csv": str(csv_path), "steps_csv": str(steps_path),
+            "n_questions": len(rows), "judges": judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}
     (out_dir / "summary.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
     print(f"\n## {args.set_name} ({len(rows)} questions, model {model}, seed {args.seed})\n")

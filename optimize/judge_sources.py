@@ -40,6 +40,9 @@ class SourcePairs:
         claims: PopQA only: the generator-style claims of its answers (kept or not).
         support_weight: the weight of its support rows beside the synthetic PopQA ones
             (hand-labeled rows weigh more; rows a knowledge base gives of itself weigh 1).
+        counts: for rows a knowledge base gives of itself, ``asked`` and ``kept`` questions.
+        corpus: its knowledge base's ``corpus_key``, set when the pairs are kept without the
+            knowledge base (``kb`` None: pairs read back from the cache of ``optimize.adapt``).
     """
 
     name: str
@@ -50,6 +53,17 @@ class SourcePairs:
     expected: dict[str, str] = field(default_factory=dict)
     claims: jd.Pairs | None = None
     support_weight: float = tj.LABELED_SUPPORT_WEIGHT
+    corpus: str = ""
+    counts: dict = field(default_factory=dict)
+
+    def key(self) -> str:
+        """Its knowledge base's ``corpus_key``."""
+        return self.corpus or corpus_key(self.kb)
+
+    def detached(self) -> "SourcePairs":
+        """The same pairs without the knowledge base (picklable), its key kept in ``corpus``."""
+        return SourcePairs(self.name, None, self.passage, self.strip, self.support, self.expected, self.claims,
+                           self.support_weight, self.key(), self.counts)
 
 
 def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:
@@ -134,7 +148,7 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
                                            scores[rows])
             expected = s.expected
             t = tj.calibrate_actions(best, expected)
-        by_corpus[corpus_key(s.kb)] = {"name": s.name, **t}
+        by_corpus[s.key()] = {"name": s.name, **t}
         pooled_best.update({f"{s.name}/{q}": v for q, v in best.items()})
         pooled_expected.update({f"{s.name}/{q}": a for q, a in expected.items()})
         offset += len(s.passage)

@@ -22,6 +22,7 @@ from pathlib import Path
 import dspy
 
 from program.judges.store import corpus_key
+from program.model_files import cache_root
 from signatures import WriteQuestion
 
 MIN_WORDS = 30
@@ -73,7 +74,7 @@ def sample_chunks(kb, n: int, seed: int = 0) -> list:
 
 def cache_path(kb, cache_dir: str | Path | None = None) -> Path:
     """Where the written questions of ``kb`` are kept (``$CRAG_CACHE_DIR`` or ``.cache``)."""
-    root = Path(cache_dir or os.environ.get("CRAG_CACHE_DIR") or ".cache")
+    root = Path(cache_dir) if cache_dir else cache_root()
     return root / "synthetic" / f"questions-{corpus_key(kb)}.jsonl"
 
 

@@ -125,7 +125,8 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
     support = jd.synthetic_support_pairs([(d, "\n".join(t)) for d, t in sorted(texts.items())], embedder, seed=seed)
     log(f"{name}: {kept} of {len(asked)} questions kept (source chunk ranked first); "
         f"{len(passage)} passage, {len(strip)} strip, {len(support)} support rows")
-    return SourcePairs(name, kb, passage, strip, support, expected, support_weight=1.0)
+    return SourcePairs(name, kb, passage, strip, support, expected, support_weight=1.0,
+                       counts={"asked": len(asked), "kept": kept})
 
 
 __all__ = ["document_source", "heading_questions"]

@@ -63,6 +63,15 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
     index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
+    index.add_argument("--no-adapt", action="store_true",
+                       help="do not adapt the judges to the indexed documents (they are by default: minutes, once)")
+    index.add_argument("--compiled", default=None, help="the compiled program whose judges are adapted (default compiled/)")
+    index.add_argument("--questions", type=int, default=0,
+                       help="questions the LM writes for sampled chunks to adapt from (default 0: headings only)")
+    index.add_argument("--time-cap", type=float, default=900.0,
+                       help="seconds the LM may spend writing those questions (default 900)")
+    index.add_argument("--model", help="the LM that writes them (with --questions); env CRAG_LM")
+    index.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     return parser
 
 
@@ -167,6 +176,10 @@ def _ask(args) -> int:
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    report = program.judges_report() if hasattr(program, "judges_report") else {}
+    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"]["passage"] != "lm":
+        print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
+              "other knowledge bases' rows (adapt: python -m program index PATH)", file=sys.stderr)
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
@@ -193,8 +206,22 @@ def _ask(args) -> int:
     for w in t.web:
         print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, {w['dropped_by_scope']} out of scope, "
               f"{len(w['fetched'])} pages fetched, {len(w['fetch_failures'])} failed" + (f"; {w['error']}" if w["error"] else ""))
+    if t.judges:
+        print(judges_line(t.judges))
     print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
     return 0
+
+
+def judges_line(report: dict) -> str:
+    """One line saying who decided each judgment and whether the judges were adapted here."""
+    who = ", ".join(f"{j} {use}" for j, use in report["judgments"].items())
+    if report.get("adapted"):
+        where = "adapted to this knowledge base from its documents"
+    elif report.get("calibrated_here"):
+        where = "trained with this knowledge base's labeled rows"
+    else:
+        where = "NOT adapted to this knowledge base (adapt: python -m program index PATH)"
+    return f"judges: {who}; {where}"
 
 
 def _serve(args) -> int:
@@ -212,6 +239,9 @@ def _index(args) -> int:
     from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
     from program.retrieval.postgres.url import is_database_url
 
+    if args.questions < 0 or args.time_cap <= 0:  # refused before any indexing
+        print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
+        return 2
     target = resources.kb_location(args.kb)
     try:
         if is_database_url(target):
@@ -221,7 +251,7 @@ def _index(args) -> int:
                 r = kb.last_ingest
                 print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
                       f"updated, {r.unchanged} unchanged, {len(r.removed)} removed, {r.embedded} chunks embedded")
-            return 0
+                return _adapt(args, kb)
         if args.kb:
             print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
             return 2
@@ -235,7 +265,26 @@ def _index(args) -> int:
         return 2
     out = args.out or resources.index_dir_for(Path(args.path))
     print(f"indexed {len(kb)} chunks from {args.path} into {out}")
-    return 0
+    return _adapt(args, kb)
+
+
+def _adapt(args, kb) -> int:
+    """After indexing: adapt the compile's judges to ``kb`` from its documents (``optimize.adapt``),
+    unless ``--no-adapt``; reused while the documents are unchanged. 0, or 2 with one line."""
+    from program.compiled import COMPILED_DIR, has_compiled
+
+    if args.no_adapt:
+        print("judges not adapted (--no-adapt): the compile's own judges will judge this knowledge base")
+        return 0
+    compiled = Path(args.compiled) if args.compiled else COMPILED_DIR
+    if not has_compiled(compiled):
+        print(f"note: no compiled program in {compiled}: no judges to adapt", file=sys.stderr)
+        return 0
+    # training code (optimize/) behind the command a user runs once per knowledge base
+    from optimize.adapt import adapt_and_report
+
+    return adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
+                            time_cap=args.time_cap, model=args.model, api_base=args.api_base, no_rows_is_error=False)
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:

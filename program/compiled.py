@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from program.judges import JUDGES_FILE, load_judges
+from program.judges.adapted import load_adapted
 from program.judges.store import corpus_key
 from program.resources import PROJECT_ROOT
 
@@ -247,7 +248,10 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
 
     The trained judges (``judges.json``, ``program.judges``) are attached when the compile saved
     them, with the thresholds calibrated on their scores; without them every judgment is asked
-    of the LM, with a warning.
+    of the LM, with a warning. Judges adapted to ``knowledge_base`` from its own documents
+    (``<directory>/adapted/<corpus_key>/``, ``program.judges.adapted``; made by
+    ``python -m optimize.compile --kb`` or ``python -m program index``) replace the compile's
+    own whenever that knowledge base is the one in use; ``program.judges.report()`` says which.
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
@@ -262,12 +266,14 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
     manifest = read_manifest(directory)
     check_dspy_version(directory, manifest)
-    judges = load_judges(directory)
+    knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
+    # judges adapted to this knowledge base from its own documents, else the compile's own
+    judges = load_adapted(directory, knowledge_base) or load_judges(directory)
     # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
     # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
     program = CRAG(None, **kwargs)
     load_state(program, directory / STATE_FILE)
-    program.knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
+    program.knowledge_base = knowledge_base
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder if embedder is not None else resources.embedder()
     if judges is not None:

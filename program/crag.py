@@ -108,6 +108,14 @@ class CRAG(dspy.Module):
     def judges(self, judges) -> None:
         self.evaluator.judges = self.refiner.judges = self.checker.judges = self.usefulness.judges = judges
 
+    def judges_report(self) -> dict:
+        """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
+        the LM decides all of them and nothing was adapted."""
+        if self.judges is None:
+            return {"judgments": {j: "lm" for j in ("passage", "strip", "support", "usefulness")},
+                    "adapted": False, "corpus": "", "calibrated_here": False}
+        return self.judges.report()
+
     @property
     def decide_retrieval(self) -> bool:
         """True when ``forward`` first asks whether the question needs retrieval at all."""
@@ -120,7 +128,7 @@ class CRAG(dspy.Module):
 
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
-        trace = Trace()
+        trace = Trace(judges=self.judges_report())
         with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
                 return self._forward(question, trace)

@@ -133,6 +133,10 @@ class Trace:
             pages fetched and the fetch failures, and the error when the web gave nothing.
         caps_hit: one ``{"cap", "limit", "detail"}`` per cap that stopped or trimmed the work
             (``program.caps``: seconds, tokens, lm_calls, lm_retries, web_pages, strips, claims).
+        judges: who decided each judgment (``program.judges.JudgeSet.report``): ``judgments``
+            (passage, strip, support, usefulness -> ``trained`` / ``lm`` / ``cascade``),
+            ``adapted`` (the judges were adapted to this knowledge base from its documents) and
+            ``corpus``; empty for modes with no judgment (``rag``).
     """
 
     steps: list[StepCost] = field(default_factory=list)
@@ -140,6 +144,7 @@ class Trace:
     rewritten_query: str = ""
     web: list[dict] = field(default_factory=list)
     caps_hit: list[dict] = field(default_factory=list)
+    judges: dict = field(default_factory=dict)
 
     # computed fields: pydantic (the service's response model) serialises them, as ``to_dict`` does
     @computed_field

@@ -98,7 +98,7 @@ PHASES = {
 def test_index_killed_leaves_the_previous_index_loadable_and_answering(phase, previous_index, embedder, fake_lm):
     docs, out, v1 = previous_index
     env = program_env(out.parent / "cache", CRAG_PROGRESS="1")
-    process = Process([sys.executable, "-m", "program", "index", str(docs), "--out", str(out)], env)
+    process = Process([sys.executable, "-m", "program", "index", str(docs), "--out", str(out), "--no-adapt"], env)
     reached = process.wait_for(PHASES[phase])
     if phase == "while writing":
         time.sleep(random.Random(7).uniform(0, 0.03))  # somewhere in the write and the swap
@@ -186,7 +186,7 @@ def test_index_on_a_full_disk_fails_in_one_line_and_keeps_the_previous_index(sma
     before = (out / "manifest.json").read_bytes()
     write_corpus(docs, 3, seed=6)
     fill(16 * 1024)
-    run = subprocess.run([sys.executable, "-m", "program", "index", str(docs), "--out", str(out)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "program", "index", str(docs), "--out", str(out), "--no-adapt"], cwd=ROOT,
                          env=program_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and run.stdout == "", run.stderr
     assert run.stderr == (f"error: cannot write the index into {out}: No space left on device; "

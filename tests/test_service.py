@@ -74,6 +74,9 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
     assert names.index("rewrite") > names.index("action")
     assert data["strips"]["stage"] == "corrected"  # the rewritten query found the Acme page
     assert data["result"]["result"]["citations"][0]["source_id"] == "acme.md#0"
+    # who judged: the uncompiled signatures, so the LM, on judges adapted to nothing
+    assert data["result"]["result"]["trace"]["judges"]["adapted"] is False
+    assert set(data["result"]["result"]["trace"]["judges"]["judgments"].values()) == {"lm"}
 
 
 @pytest.mark.parametrize("body, status, message", [
@@ -108,6 +111,8 @@ def test_healthz_names_the_lm_knowledge_base_compile_and_queue(service):
     assert health["status"] == "ok" and health["lm"] == "openai/fake" and health["embedded_lm"] is False
     assert health["knowledge_base"]["chunks"] == 2 and health["compiled"] is None and health["web"] == "none"
     assert health["queue"] == {"running": 0, "waiting": 0, "concurrency": 8, "max_queue": 64}
+    assert health["judges"] == {"judgments": {"passage": "lm", "strip": "lm", "support": "lm", "usefulness": "lm"},
+                                "adapted": False, "corpus": "", "calibrated_here": False}
     assert httpx.get(f"{service.base}/openapi.json").json()["paths"].keys() >= {"/ask", "/ask/stream", "/healthz"}
     assert httpx.get(f"{service.base}/docs").status_code == 200
 

@@ -94,6 +94,10 @@ class JudgeSet:
         choices_by_corpus: ``corpus_key`` -> judgment -> the ``JudgeChoice`` measured on that
             knowledge base's dev rows; ``corpus`` is the key in use (``use_corpus``).
         figures: the compile's dev figures, for the manifest and the trace.
+        adapted: empty for the compile's judges; for judges adapted to one knowledge base from its
+            own documents (``optimize.adapt``), what they were built from: ``corpus`` (its
+            ``corpus_key``), ``name``, ``documents``, ``chunks``, ``rows``, ``sources``,
+            ``seconds``, ``date`` and the ``stamp`` a rerun compares.
         embedder: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, set when loaded.
     """
 
@@ -104,6 +108,7 @@ class JudgeSet:
     thresholds_by_corpus: dict[str, dict] = field(default_factory=dict)
     choices_by_corpus: dict[str, dict[str, JudgeChoice]] = field(default_factory=dict)
     corpus: str = ""
+    adapted: dict = field(default_factory=dict)
     embedder: object = None
 
     def use_corpus(self, knowledge_base) -> None:
@@ -143,6 +148,20 @@ class JudgeSet:
             # right answers below the retry threshold there, where the LM judges passages
             return JudgeChoice("lm" if self.choice("passage").use == "lm" else "trained")
         return JudgeChoice("trained" if judgment in self.judges else "lm")
+
+    def report(self) -> dict:
+        """Who decides each judgment, for the trace, ``ask`` and ``/healthz``: ``{"judgments":
+        {judgment: "trained" | "lm" | "cascade"}, "adapted": bool, "corpus": key, "calibrated_here":
+        bool}`` (``calibrated_here``: the judges learned from rows of this knowledge base, labeled
+        or its own), plus
+        ``adapted_from`` (the adaptation's name, documents, rows and date) when adapted."""
+        out = {"judgments": {j: self.choice(j).use for j in JUDGMENTS + ("usefulness",)},
+               "adapted": bool(self.adapted), "corpus": self.corpus,
+               "calibrated_here": bool(self.corpus) and self.corpus in self.thresholds_by_corpus}
+        if self.adapted:
+            out["adapted_from"] = {k: self.adapted[k] for k in ("name", "documents", "chunks", "rows", "date")
+                                   if k in self.adapted}
+        return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
@@ -216,14 +235,14 @@ class JudgeSet:
                 "choices": {k: asdict(c) for k, c in self.choices.items()},
                 "thresholds": self.thresholds, "thresholds_by_corpus": self.thresholds_by_corpus,
                 "choices_by_corpus": {k: {j: asdict(c) for j, c in v.items()} for k, v in self.choices_by_corpus.items()},
-                "figures": self.figures}
+                "figures": self.figures, **({"adapted": self.adapted} if self.adapted else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "JudgeSet":
         return cls(judges={k: LinearJudge.from_dict(j) for k, j in d["judges"].items()},
                    choices={k: JudgeChoice(c["use"], tuple(c["band"])) for k, c in d.get("choices", {}).items()},
                    thresholds=dict(d.get("thresholds", {})), figures=d.get("figures", {}),
-                   thresholds_by_corpus=dict(d.get("thresholds_by_corpus", {})),
+                   thresholds_by_corpus=dict(d.get("thresholds_by_corpus", {})), adapted=dict(d.get("adapted", {})),
                    choices_by_corpus={k: {j: JudgeChoice(c["use"], tuple(c["band"])) for j, c in v.items()}
                                       for k, v in d.get("choices_by_corpus", {}).items()})
 
@@ -242,8 +261,12 @@ def save_judges(judges: JudgeSet, directory: str | Path) -> Path:
     path = Path(directory) / JUDGES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".json.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(judges.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(judges.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:  # a full disk or a kill: the previous file stays, no temporary one beside it
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

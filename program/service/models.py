@@ -62,6 +62,9 @@ class Health(BaseModel):
                                               "null when the signatures are uncompiled")
     web: str = Field(description="the default web backend ('none' when off)")
     thresholds: dict = Field(description="the evaluator's lower and upper thresholds")
+    judges: dict = Field(default_factory=dict,
+                         description="who decides each judgment (passage, strip, support, usefulness: trained, lm or "
+                                     "cascade) and whether the judges were adapted to this knowledge base")
     queue: QueueHealth
     answered: int = Field(description="questions answered since start")
     failed: int = Field(description="questions that ended in an error since start")

@@ -51,7 +51,8 @@ def serve(args) -> int:
             "knowledge_base": {"source": str(args.kb or "PopQA knowledge base"), "index": str(getattr(kb, "index_dir", "")),
                                "chunks": len(kb)},
             "compiled": _compiled_info(args), "web": getattr(program.web_searcher.backend, "name", "none"),
-            "thresholds": {"lower": program.lower, "upper": program.upper}}
+            "thresholds": {"lower": program.lower, "upper": program.upper},
+            "judges": program.judges_report() if hasattr(program, "judges_report") else {}}
     app = create_app(runner, info)
     print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from psycopg import sql
 
+from program.retrieval.chunking import Chunk
 from program.retrieval.embedding import get_embedder
 from program.retrieval.index import IndexNotFoundError, KnowledgeBaseError
 from program.retrieval.postgres import schema
@@ -156,6 +157,15 @@ class PgVectorKnowledgeBase:
             return {**meta, "files": {r[0]: r[1] for r in rows}, "documents": sum(r[2] for r in rows),
                     "chunk_count": sum(r[3] for r in rows)}
         return self._db.run(read, what="read manifest")
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every live chunk, read now, by file and position: what adapting the judges to this
+        knowledge base reads (``optimize.adapt``), as it reads a faiss knowledge base's ``chunks``."""
+        rows = self._db.run(lambda c: c.execute(sql.SQL(
+            "SELECT chunk_id, doc_id, text, title, url, heading, source_path FROM {t} ORDER BY source_file, position")
+            .format(t=self._names["chunks"])).fetchall(), what="read chunks")
+        return [Chunk(*r) for r in rows]
 
     def search(self, query: str, k: int = 3, *, source: str | list[str] | None = None,
                document: str | list[str] | None = None) -> list[Passage]:

@@ -1,0 +1,270 @@
+"""The judges adapted to one knowledge base from its own documents, with no hand labels (ARES §3).
+
+``python -m optimize.compile --kb PATH_OR_URL`` and ``python -m program index PATH`` call
+:func:`adapt_judges`. It fits the passage, strip and support judges (``optimize.judge_sources.fit_judges``)
+on the labeled sources (PopQA's train split and each labeled domain's, ``eval_sets.domains``) plus
+the rows the knowledge base gives of itself (``optimize.synthetic_rows.document_source``: heading
+questions and, with ``questions``, questions the LM writes for sampled chunks, kept when retrieval
+ranks their source chunk first; "not covered" twins; FILCO strips; MiniCheck support rows), and
+calibrates the evaluator's thresholds on that knowledge base's own synthetic questions. The judges
+are saved under ``<compiled>/adapted/<corpus_key>/judges.json`` (``program.judges.adapted``), which
+``load_compiled`` picks whenever that knowledge base is in use.
+
+A rerun is cheap: the judges are reused while the documents, the labeled data, the code and the
+options are unchanged (``stamp``), and the labeled sources' pairs are cached in
+``<cache>/judge-sources/`` (a few minutes to build, once).
+
+``leave_out`` drops labeled domains from the sources: measuring a domain with its labels left out
+(``--leave-out kubernetes``) is how the end-to-end figures of ``docs/judges.md`` are made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tqdm import tqdm
+
+from program.judges import save_judges
+from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.store import corpus_key
+from program.model_files import cache_root
+
+ROOT = Path(__file__).resolve().parent.parent
+# the code that turns documents and labels into adapted judges: a change re-adapts
+ADAPT_CODE = ["optimize/adapt.py", "optimize/synthetic_rows.py", "optimize/judge_sources.py",
+              "optimize/judge_data.py", "optimize/train_judges.py", "optimize/lm_questions.py"]
+DEFAULT_QUESTIONS = 0
+DEFAULT_TIME_CAP = 900.0
+
+
+@dataclass
+class AdaptResult:
+    """What :func:`adapt_judges` did.
+
+    Attributes:
+        judges: the adapted ``JudgeSet`` (its ``adapted`` entry says what it was built from).
+        path: the saved ``judges.json``.
+        reused: True when saved judges with the same ``stamp`` were loaded instead of fitted.
+        seconds: wall-clock seconds of this call.
+    """
+
+    judges: object
+    path: Path
+    reused: bool
+    seconds: float
+
+    def line(self) -> str:
+        """One line saying what was built (or reused)."""
+        a = self.judges.adapted
+        rows = a.get("rows", {})
+        what = (f"{a.get('name')}: {a.get('documents')} documents, {a.get('chunks')} chunks; "
+                f"{rows.get('questions_kept', 0)} of {rows.get('questions_asked', 0)} questions kept; "
+                f"{rows.get('passage', 0)} passage, {rows.get('strip', 0)} strip, {rows.get('support', 0)} support rows "
+                f"of its own beside {', '.join(a.get('sources', []))}")
+        if self.reused:
+            return f"judges adapted to {what}: reused {self.path} (documents unchanged, {self.seconds:.1f} s)"
+        return f"judges adapted to {what}: saved {self.path} in {self.seconds:.0f} s"
+
+
+def _hash_files(paths, digest) -> None:
+    for path in paths:
+        path = Path(path)
+        digest.update(path.as_posix().encode())
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+
+
+def labeled_files(leave_out) -> list[Path]:
+    """The labeled files the sources read: each kept domain's JSONL rows and documents."""
+    from eval_sets.domains import DOMAINS
+
+    files = []
+    for name, d in sorted(DOMAINS.items()):
+        if name in leave_out:
+            continue
+        folder = ROOT / "eval_sets" / name
+        files += sorted(folder.glob("*.jsonl")) + sorted(Path(d.kb_dir).rglob("*.md"))
+    return files
+
+
+def sources_stamp(leave_out) -> str:
+    """sha256 (16 hex digits) of what the labeled sources' pairs are made of: PopQA's files, the
+    kept domains' files and the code; equal stamps give the same pairs."""
+    from eval_sets import popqa
+
+    digest = hashlib.sha256(json.dumps(sorted(leave_out)).encode())
+    _hash_files([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
+                + labeled_files(leave_out) + sorted((ROOT / "program" / "judges").glob("*.py"))
+                + [ROOT / p for p in ADAPT_CODE], digest)
+    return digest.hexdigest()[:16]
+
+
+def adapt_stamp(kb, leave_out, questions: int, seed: int) -> str:
+    """sha256 (16 hex digits) of the knowledge base's documents (``corpus_key``), the sources, the
+    code and the options: saved judges with this stamp are reused."""
+    digest = hashlib.sha256(f"{corpus_key(kb)}|{sources_stamp(leave_out)}|{questions}|{seed}".encode())
+    return digest.hexdigest()[:16]
+
+
+def labeled_sources(leave_out, embedder, log=print) -> list:
+    """PopQA's and the kept labeled domains' training pairs (``optimize.judge_sources``), read from
+    ``<cache>/judge-sources/<stamp>.pkl`` when built before, else built (minutes) and cached."""
+    from eval_sets.domains import DOMAINS
+    from optimize.judge_sources import domain_source, popqa_source
+    from program import resources
+
+    path = cache_root() / "judge-sources" / f"{sources_stamp(leave_out)}.pkl"
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+            log(f"the cached labeled pairs {path} are unreadable ({type(exc).__name__}); building them again")
+    sources = [popqa_source(resources.knowledge_base(), embedder, resources.web_backend("snapshot"), log=log)]
+    for name, d in DOMAINS.items():
+        if name not in leave_out:
+            log(f"{name}: labeled training pairs")
+            sources.append(domain_source(name, resources.knowledge_base(d.kb_dir), embedder))
+    sources = [s.detached() for s in sources]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{id(sources)}")
+    with open(tmp, "wb") as f:
+        pickle.dump(sources, f)
+    tmp.replace(path)  # atomic: a kill leaves no half-written cache
+    return sources
+
+
+def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), questions: int = DEFAULT_QUESTIONS,
+                 time_cap: float = DEFAULT_TIME_CAP, seed: int = 0, force: bool = False, embedder=None,
+                 sources=None, log=print, progress: bool = True) -> AdaptResult:
+    """Adapt the judges to ``kb`` from its own documents and save them under ``compiled_dir``.
+
+    Args:
+        kb: a knowledge base (faiss or pgvector): its ``chunks``, ``search_batch`` and ``manifest``.
+        compiled_dir: the compile the adapted judges sit beside (``compiled/``).
+        name: a name for figures and the one-line report (default: the indexed folder's name).
+        leave_out: labeled domains (``eval_sets.domains``) whose labels are not learned from.
+        questions: questions the configured DSPy LM writes for sampled chunks (0: headings only).
+        time_cap: seconds the LM may spend writing questions (what was written is kept).
+        force: fit again even when judges with the same stamp are saved.
+        sources: the labeled sources (``SourcePairs``) to fit beside the knowledge base's own rows;
+            default :func:`labeled_sources` (PopQA and the labeled domains not left out).
+
+    Returns:
+        An :class:`AdaptResult`.
+
+    Raises:
+        ValueError: the knowledge base gives no question (no heading of two or more words and no
+            kept written question), or a judge would get a single label class.
+        OSError: the judges cannot be written (the previous ones stay).
+    """
+    started = time.perf_counter()
+    leave_out = tuple(sorted(set(leave_out)))
+    folder = adapted_dir(compiled_dir, kb)
+    if folder is None:
+        raise ValueError(f"{kb!r} has no manifest of its files: it cannot be adapted to")
+    stamp = adapt_stamp(kb, leave_out, questions, seed)
+    saved = None if force else load_adapted(compiled_dir, kb)
+    if saved is not None and saved.adapted.get("stamp") == stamp:
+        return AdaptResult(saved, folder / "judges.json", True, time.perf_counter() - started)
+
+    from optimize.judge_sources import fit_judges
+    from optimize.synthetic_rows import document_source
+    from program import resources
+
+    embedder = embedder or resources.embedder()
+    name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
+    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not progress)
+
+    def step(label: str) -> None:
+        bar.set_postfix_str(label)
+        bar.update(1)
+
+    written = None
+    if questions:
+        from optimize.lm_questions import write_questions
+
+        written = write_questions(kb, questions, time_cap, seed=seed, log=log)
+    step("written questions")
+    # its own rows before the labeled sources: a knowledge base that gives none fails in seconds
+    own = document_source(f"{name} (documents)", kb, embedder, seed=seed, written=written, log=log)
+    step("own rows")
+    sources = labeled_sources(leave_out, embedder, log=log) if sources is None else sources
+    step("labeled sources")
+    judges = fit_judges(sources + [own], embedder, log=log)
+    step("fitted")
+    bar.close()
+    chunks = kb.chunks
+    judges.adapted = {
+        "corpus": corpus_key(kb), "name": name, "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
+        "rows": {"questions_asked": own.counts["asked"], "questions_kept": own.counts["kept"],
+                 "written_kept": sum(bool(r.get("kept")) for r in written or []), "passage": len(own.passage), "strip": len(own.strip), "support": len(own.support)},
+        "sources": [s.name for s in sources], "leave_out": list(leave_out), "questions": questions,
+        "stamp": stamp, "seconds": round(time.perf_counter() - started, 1),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    path = save_judges(judges, folder)
+    judges.use_corpus(kb)
+    return AdaptResult(judges, path, False, time.perf_counter() - started)
+
+
+
+
+def main_for_kb(args, parser) -> int:
+    """``python -m optimize.compile --kb PATH_OR_URL [--leave-out NAMES] [--questions N] [--time-cap S]``:
+    adapt and save; 0, or 2 with one line naming the problem."""
+    from eval_sets.domains import DOMAINS
+    from program import resources
+    from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
+
+    leave_out = [n.strip() for n in (args.leave_out or "").split(",") if n.strip()]
+    if unknown := sorted(set(leave_out) - set(DOMAINS)):
+        parser.error(f"--leave-out: unknown domain(s) {', '.join(unknown)}; choose from {', '.join(sorted(DOMAINS))}")
+    questions = DEFAULT_QUESTIONS if args.questions is None else args.questions
+    time_cap = DEFAULT_TIME_CAP if args.time_cap is None else args.time_cap
+    if questions < 0 or time_cap <= 0:
+        parser.error("--questions must be 0 or more and --time-cap positive")
+    try:
+        kb = resources.knowledge_base(args.kb)
+    except (CorpusError, KnowledgeBaseError, EmbeddingError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return adapt_and_report(kb, args.out, name=str(args.kb), leave_out=leave_out, questions=questions,
+                            time_cap=time_cap, force=args.force, model=args.model, api_base=args.api_base)
+
+
+def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: int = DEFAULT_QUESTIONS,
+                     time_cap: float = DEFAULT_TIME_CAP, force: bool = False, model: str | None = None,
+                     api_base: str | None = None, no_rows_is_error: bool = True) -> int:
+    """:func:`adapt_judges` for a command: the LM configured when it writes questions, the one-line
+    report on stdout, a failure in one line on stderr. Returns 0, or 2 on an error; a knowledge base
+    that gives no question is a warning (0) when ``no_rows_is_error`` is false (after ``index``)."""
+    if questions:
+        import dspy
+
+        from program.lm import configure_lm
+
+        dspy.configure(lm=configure_lm(model, api_base).copy(temperature=0.0))
+    try:
+        result = adapt_judges(kb, compiled_dir, name=name, leave_out=leave_out, questions=questions,
+                              time_cap=time_cap, force=force)
+    except ValueError as exc:
+        if no_rows_is_error:
+            print(f"error: {name}: {exc}", file=sys.stderr)
+            return 2
+        print(f"warning: judges not adapted to {name}: {exc}; the compile's own judges will judge it", file=sys.stderr)
+        return 0
+    except OSError as exc:
+        print(f"error: cannot save the adapted judges into {compiled_dir}: {exc.strerror or exc}; "
+              "the previous ones are unchanged", file=sys.stderr)
+        return 2
+    print(result.line())
+    return 0
+
+
+__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "labeled_sources", "main_for_kb"]

@@ -1,0 +1,183 @@
+"""Judges adapted to a knowledge base from its own documents: built, saved by documents, reused, loaded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optimize.adapt import adapt_judges
+from optimize.synthetic_rows import document_source
+from program.judges import save_judges
+from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.store import corpus_key
+
+ROOT = Path(__file__).resolve().parent.parent
+HANDBOOK = ROOT / "eval_sets" / "handbook" / "kb"
+DOCS = sorted(HANDBOOK.glob("*.md"))
+
+
+def _kb(folder: Path, docs: list[Path], embedder):
+    from program.retrieval import KnowledgeBase
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        shutil.copy(doc, folder / doc.name)
+    return KnowledgeBase.build(folder, folder.parent / f"{folder.name}-index", embedder)
+
+
+@pytest.fixture(scope="module")
+def kbs(tmp_path_factory, embedder):
+    """A 12-document knowledge base to adapt to, and another whose rows stand in for the labeled sources."""
+    root = tmp_path_factory.mktemp("adapt")
+    return _kb(root / "own", DOCS[:12], embedder), _kb(root / "other", DOCS[12:24], embedder)
+
+
+@pytest.fixture(scope="module")
+def other_source(kbs, embedder):
+    return document_source("other", kbs[1], embedder, log=lambda m: None)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """A copy of the committed compile to adapt beside (shared: each adaptation is a fit)."""
+    out = tmp_path_factory.mktemp("compiled") / "compiled"
+    shutil.copytree(ROOT / "compiled", out, ignore=shutil.ignore_patterns("adapted"))
+    return out
+
+
+def _adapt(kb, compiled, other_source, embedder, **kw):
+    return adapt_judges(kb, compiled, name="own", sources=[other_source], embedder=embedder, log=lambda m: None,
+                        progress=False, **kw)
+
+
+def test_adapting_saves_judges_keyed_by_the_documents_and_reuses_them(kbs, compiled, other_source, embedder):
+    kb = kbs[0]
+    first = _adapt(kb, compiled, other_source, embedder)
+    assert not first.reused
+    assert first.path == compiled / "adapted" / corpus_key(kb) / "judges.json"
+    a = first.judges.adapted
+    assert (a["corpus"], a["name"], a["documents"], a["sources"]) == (corpus_key(kb), "own", 12, ["other"])
+    assert 0 < a["rows"]["questions_kept"] <= a["rows"]["questions_asked"]
+    assert a["rows"]["passage"] > a["rows"]["questions_kept"] and a["rows"]["support"] > 0
+    # the evaluator's thresholds were calibrated on this knowledge base's own questions
+    assert corpus_key(kb) in first.judges.thresholds_by_corpus
+    assert "judges adapted to own: 12 documents" in first.line()
+
+    again = _adapt(kb, compiled, other_source, embedder)
+    assert again.reused and again.seconds < 5
+    assert again.judges.adapted["stamp"] == a["stamp"]
+    assert "reused" in again.line()
+    assert _adapt(kb, compiled, other_source, embedder, force=True).reused is False
+
+
+def test_changed_documents_are_another_knowledge_base(kbs, compiled, other_source, embedder, tmp_path):
+    _adapt(kbs[0], compiled, other_source, embedder)
+    changed = _kb(tmp_path / "changed", DOCS[:11], embedder)
+    assert adapted_dir(compiled, changed) != adapted_dir(compiled, kbs[0])
+    assert load_adapted(compiled, changed) is None
+    assert load_adapted(compiled, kbs[0]).adapted["name"] == "own"
+
+
+def test_a_failed_write_keeps_the_previous_adaptation(kbs, compiled, other_source, embedder, monkeypatch):
+    first = _adapt(kbs[0], compiled, other_source, embedder)
+    before = first.path.read_bytes()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("program.judges.store.os.replace", full_disk)
+    with pytest.raises(OSError):  # the write of an adaptation (``adapt_judges`` ends with it)
+        save_judges(first.judges, first.path.parent)
+    assert first.path.read_bytes() == before
+    assert [p.name for p in first.path.parent.iterdir()] == ["judges.json"]
+    assert load_adapted(compiled, kbs[0]) is not None
+
+
+def test_load_compiled_picks_the_adapted_judges_for_their_knowledge_base_only(kbs, compiled, other_source,
+                                                                              embedder, fake_lm):
+    from program.compiled import load_compiled
+
+    _adapt(kbs[0], compiled, other_source, embedder)
+    own = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder)
+    report = own.judges_report()
+    assert report["adapted"] and report["calibrated_here"] and report["corpus"] == corpus_key(kbs[0])
+    assert report["judgments"] == {"passage": "trained", "strip": "trained", "support": "trained",
+                                   "usefulness": "trained"}
+    assert (own.lower, own.upper) == tuple(own.judges.thresholds_by_corpus[corpus_key(kbs[0])][k]
+                                           for k in ("lower", "upper"))
+    result = own(question="How do I request advanced sick leave?")
+    assert result.trace.judges == report
+    assert result.to_dict()["trace"]["judges"]["adapted"] is True
+
+    other = load_compiled(compiled, knowledge_base=kbs[1], web="none", embedder=embedder)
+    assert other.judges_report()["adapted"] is False
+    assert other.judges_report()["calibrated_here"] is False
+
+
+def test_compile_kb_reports_a_missing_knowledge_base_in_one_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "optimize.compile", "--kb", str(tmp_path / "nowhere"),
+                          "--out", str(tmp_path / "c")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and len(out.stderr.strip().splitlines()) == 1
+    assert "nowhere" in out.stderr
+
+
+def test_compile_kb_refuses_an_unknown_domain_to_leave_out(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "optimize.compile", "--kb", str(HANDBOOK), "--leave-out", "gitlab"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 2
+    assert "--leave-out: unknown domain(s) gitlab" in out.stderr
+
+
+def test_leave_out_flags_need_kb():
+    from optimize.compile import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--leave-out", "kubernetes"])
+    assert exc.value.code == 2
+
+
+def test_index_no_adapt_says_so(tmp_path, capsys):
+    from program.cli import main
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(DOCS[0], folder / DOCS[0].name)
+    assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--no-adapt"]) == 0
+    out = capsys.readouterr().out
+    assert "indexed" in out and "judges not adapted (--no-adapt)" in out
+
+
+def test_index_adapts_by_default(kbs, tmp_path, other_source, capsys, monkeypatch):
+    """``index`` adapts after indexing, into the compile named by --compiled (labeled sources stubbed)."""
+    from program.cli import main
+
+    compiled = tmp_path / "compiled"
+    shutil.copytree(ROOT / "compiled", compiled, ignore=shutil.ignore_patterns("adapted"))
+
+    monkeypatch.setattr("optimize.adapt.labeled_sources", lambda leave_out, embedder, log=print: [other_source])
+    folder = Path(kbs[0].manifest["source_path"])
+    assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--compiled", str(compiled)]) == 0
+    out = capsys.readouterr().out
+    assert "judges adapted to own: 12 documents" in out
+    assert (compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").exists()
+    saved = json.loads((compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").read_text())
+    assert saved["adapted"]["sources"] == ["other"]
+
+
+def test_ask_says_who_judged(kbs, compiled, other_source, embedder, fake_lm, capsys, monkeypatch):
+    from program.cli import judges_line
+
+    _adapt(kbs[0], compiled, other_source, embedder)
+    from program.compiled import load_compiled
+
+    report = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder).judges_report()
+    assert judges_line(report) == ("judges: passage trained, strip trained, support trained, usefulness trained; "
+                                   "adapted to this knowledge base from its documents")
+    other = load_compiled(compiled, knowledge_base=kbs[1], web="none", embedder=embedder).judges_report()
+    assert judges_line(other).endswith("NOT adapted to this knowledge base (adapt: python -m program index PATH)")
