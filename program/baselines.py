@@ -16,6 +16,7 @@ from program.generation import AnswerGenerator, citations_for
 from program.lm import CRITIQUE_CONFIG
 from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
 from program.web.base import WebSearchError
+from program.web.excerpt import query_excerpt
 from signatures import AnswerClosedBook, GradeDocumentBinary, RewriteForWebSearch
 
 
@@ -82,8 +83,10 @@ class LangGraphCRAG(dspy.Module):
 
     Retrieve the top ``k`` passages; grade each one with ``GradeDocumentBinary`` (one yes/no
     relevance call per passage) and keep the "yes" ones; if any passage was graded "no",
-    rewrite the question for web search (``RewriteForWebSearch``) and add the text of the top
-    ``web_k`` web hits; generate the answer from the kept passages plus the web texts with the
+    rewrite the question for web search (``RewriteForWebSearch``) and add, for each of the top
+    ``web_k`` web hits, its extract for the rewritten query (``program.web.excerpt.query_excerpt``,
+    as the tutorial's Tavily ``content`` is: the page's best-matching parts up to ``max_chars``);
+    generate the answer from the kept passages plus the web texts with the
     shared ``AnswerGenerator`` (``GenerateAnswer``, the same generator as ``VanillaRAG``). It
     has none of CRAG's refinement, thresholds, escalation or fallback. Grading and rewriting run
     at temperature 0 (``CRITIQUE_CONFIG``); neither is compiled: the tutorial's prompts as written.
@@ -99,7 +102,7 @@ class LangGraphCRAG(dspy.Module):
             offline snapshot fills ``content``, live engines the ``snippet``), or None (no web).
         k: passages retrieved and graded (default 3).
         web_k: web hits whose text is added (default 3, the tutorial's Tavily ``k``).
-        max_chars: characters kept of each passage and of each hit's text (default 1500).
+        max_chars: characters kept of each passage and of each hit's extract (default 1500).
 
     Returns (``forward(question)``): a ``CRAGResult`` with ``mode="langgraph"``; ``grades`` has
     one ``ChunkGrade`` per passage (1.0 ``relevant`` or 0.0 ``irrelevant``); ``action`` is the
@@ -195,8 +198,9 @@ class LangGraphCRAG(dspy.Module):
                 return []
             hits = _in_scope(self.web, hits)[: self.web_k]
             record["hits"] = [{"url": h.url, "title": h.title, "snippet": h.snippet} for h in hits]
-            strips = [Strip(h.url or f"web-{i}", 0, text[: self.max_chars], url=h.url)
-                      for i, h in enumerate(hits) if (text := (h.content or h.snippet or "").strip())]
+            # what the tutorial's search tool returns: each page's extract for the query (Tavily's content)
+            strips = [Strip(h.url or f"web-{i}", 0, text, url=h.url) for i, h in enumerate(hits)
+                      if (text := query_excerpt(query, h.snippet, h.content, self.max_chars))]
             cost.notes = f"query={query!r}; {len(hits)} hits, {len(strips)} with text"
         if not strips:
             record["error"] = f"{name}: no usable results for {query!r}"

@@ -211,3 +211,42 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     printed = capsys.readouterr().out
     assert "| langgraph | 4 | 0 | 75 % | 0/0/4 | 100 % |" in printed
     assert "evaluator confusion, langgraph" in printed and "| langgraph | rewrite | 4 |" in printed
+
+
+FILLER = [f"Paragraph {n} on the history of sounding rockets: launch sites, payloads, recovery systems, "
+          "telemetry, range safety and the student teams who fly them every summer season. " * 2
+          for n in range(8)]  # about 330 characters each: the answer paragraph starts past 2,500
+
+
+def test_the_excerpt_is_the_page_when_it_fits_and_its_matching_part_when_not():
+    from program.web.excerpt import query_excerpt
+
+    page = "\n\n".join(FILLER + [FOUNDING, "Its rockets fly from Spaceport America."])
+    assert page.index(FOUNDING) > 1500
+    short = "Company history.\n\n" + FOUNDING
+    assert query_excerpt(QUERY, "Company history.", short) == short
+    excerpt = query_excerpt(QUERY, FOUNDING, page)
+    assert FOUNDING in excerpt and len(excerpt) <= 1500
+    assert excerpt.index(FOUNDING) > 0  # page order: the filler paragraphs kept fill it before the answer
+    assert query_excerpt(QUERY, "a live engine's snippet", "") == "a live engine's snippet"
+    assert query_excerpt(QUERY, "", "") == ""
+    long_one = "Rockets. " * 100 + FOUNDING + " More rockets." * 100  # one paragraph, 2,800 characters
+    assert FOUNDING in query_excerpt(QUERY, FOUNDING, long_one, max_chars=500)
+
+
+def test_the_web_text_holds_the_answer_past_the_first_1500_characters(fake_lm, tmp_path, embedder):
+    """Issue: the offline snapshot's page was cut to its first 1,500 characters, losing the sentence
+    that matched the query; the baseline now reads the page's extract for the query."""
+    from program.web.snapshot import OfflineSnapshotBackend
+
+    snapshot = tmp_path / "web_snapshot.jsonl"
+    pages = [{"url": "https://example.org/acme", "title": "Acme Rockets", "paragraphs": FILLER + [FOUNDING]},
+             {"url": "https://example.org/danube", "title": "Danube", "paragraphs": [OFF_TOPIC]}]
+    snapshot.write_text("\n".join(json.dumps(p) for p in pages) + "\n")
+    web = OfflineSnapshotBackend(snapshot, index_dir=tmp_path / "idx", embedder=embedder)
+    assert "\n\n".join(pages[0]["paragraphs"]).index(FOUNDING) > 1500
+    result, _ = ask([OFF_TOPIC], web)
+    assert result.action is Action.INCORRECT and result.trace.rewritten_query == QUERY
+    acme = next(s for s in result.strips if s.url == "https://example.org/acme")
+    assert FOUNDING in acme.text and len(acme.text) <= 1500
+    assert result.answer == f"Acme Rockets was founded by Jane Roe [{result.strips.index(acme) + 1}]."
