@@ -35,6 +35,7 @@ from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.store import corpus_key
 from program.model_files import cache_root
+from program.retrieval.progress import progress_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
 # the code that turns documents and labels into adapted judges: a change re-adapts
@@ -152,6 +153,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
         leave_out: labeled domains (``eval_sets.domains``) whose labels are not learned from.
         questions: questions the configured DSPy LM writes for sampled chunks (0: headings only).
         time_cap: seconds the LM may spend writing questions (what was written is kept).
+        progress: show a progress bar (on a terminal, or with ``CRAG_PROGRESS=1``).
         force: fit again even when judges with the same stamp are saved.
         sources: the labeled sources (``SourcePairs``) to fit beside the knowledge base's own rows;
             default :func:`labeled_sources` (PopQA and the labeled domains not left out).
@@ -180,7 +182,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
 
     embedder = embedder or resources.embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
-    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not progress)
+    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not (progress and progress_enabled()))
 
     def step(label: str) -> None:
         bar.set_postfix_str(label)
