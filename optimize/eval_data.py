@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import random
 import sys
 
 from eval_sets.domains import DOMAINS
@@ -28,8 +29,9 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
         name: ``popqa`` or a labeled domain of ``eval_sets.domains`` (``adversarial``, the help
             centre; ``kubernetes``; ``handbook``).
         limit: number of rows; PopQA takes a seeded sample of ``split`` spread over its
-            relations, a domain its first ``limit`` rows of ``split``. None: all.
-        seed: PopQA sampling seed.
+            relations, a domain a seeded sample of ``split`` with each category in proportion
+            to its share of the split (:func:`stratified_sample`). None: all.
+        seed: sampling seed.
         split: ``dev`` (default: evaluation runs), ``train`` (analyses only: judges and prompts
             learn from it) or, for a domain, ``test``. PopQA has no ``test`` split.
 
@@ -73,9 +75,47 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
             "answerable": bool(r.get("answerable", True)),
             "needs_retrieval": bool(r.get("needs_retrieval", True)),
         } for i, r in enumerate(raw)]
-        return rows[:limit] if limit else rows
+        return stratified_sample(rows, limit, seed) if limit else rows
     print(f"error: unknown --set {name!r} (popqa, {', '.join(sorted(DOMAINS))})", file=sys.stderr)
     raise SystemExit(2)
+
+
+def stratified_sample(rows: list[dict], limit: int, seed: int = 0, key: str = "relation") -> list[dict]:
+    """A seeded sample of ``limit`` rows with every group of ``row[key]`` in proportion to its share.
+
+    A domain's queries file is written category by category, so its first rows are one or two
+    categories (the first 40 of a 125-row test split held only plain and vocabulary-mismatch
+    questions, none unanswerable). Each group gets ``floor(limit * share)`` rows; the rows left
+    go to the largest remainders (ties: a seeded order of the groups). Within a group the rows
+    are a seeded shuffle; the sample keeps the file's order.
+
+    Args:
+        rows: the split's rows, in file order.
+        limit: rows wanted (> 0); ``limit >= len(rows)`` returns ``rows`` unchanged.
+        seed: same ``rows`` + ``limit`` + ``seed`` give the same sample.
+        key: the field naming the group (``relation`` holds a domain row's category).
+
+    Returns:
+        ``min(limit, len(rows))`` of the same dict objects, in their order in ``rows``.
+    """
+    if limit >= len(rows):
+        return rows
+    groups: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(str(row.get(key, "")), []).append(i)
+    names = sorted(groups)
+    random.Random(seed).shuffle(names)
+    quotas = {name: limit * len(groups[name]) / len(rows) for name in names}
+    take = {name: int(quotas[name]) for name in names}
+    # sorted() is stable: equal remainders keep the seeded order of ``names``.
+    for name in sorted(names, key=lambda n: take[n] - quotas[n])[: limit - sum(take.values())]:
+        take[name] += 1
+    chosen: set[int] = set()
+    for name in names:
+        members = list(groups[name])
+        random.Random(f"{seed}:{name}").shuffle(members)  # str seed: stable across runs and platforms
+        chosen.update(members[: take[name]])
+    return [row for i, row in enumerate(rows) if i in chosen]
 
 
 def abstained(answer: str | None, fallback: bool) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from eval_sets.adversarial.validate import validate
 from eval_sets.domains import DOMAINS, Domain, domain, load_rows
 from optimize import evaluate
+from optimize.eval_data import load_set
 
 NEW = ("kubernetes", "handbook")
 
@@ -85,6 +86,19 @@ def test_the_validator_wants_strips_copied_from_the_documents(tmp_path):
         "'The kubelet restarts a pod every minute.'"]
 
 
+def test_limit_samples_every_category_in_proportion():
+    # Bug: --limit 40 took the file's first 40 test rows, only plain and vocabulary-mismatch
+    # questions and none unanswerable, so the Kubernetes run measured no abstention.
+    rows = load_set("kubernetes", 40, 0, "test")
+    assert Counter(r["relation"] for r in rows) == {
+        "vocabulary-mismatch": 7, "plain": 6, "not-covered": 6, "silent-irrelevance": 5, "multi-part": 5,
+        "stale-vs-current": 4, "ambiguous": 3, "shared-name": 3, "chit-chat": 1}
+    assert sum(not r["answerable"] for r in rows) == 11
+    assert [r["id"] for r in rows] == [r["id"] for r in load_set("kubernetes", 40, 0, "test")]
+    assert [r["id"] for r in rows] != [r["id"] for r in load_set("kubernetes", 40, 1, "test")]
+    assert len(load_set("kubernetes", 500, 0, "test")) == 125
+
+
 def test_an_unknown_domain_is_one_line():
     with pytest.raises(ValueError, match="unknown domain 'nosuch'; expected one of: adversarial, handbook, kubernetes"):
         domain("nosuch")
@@ -97,7 +111,7 @@ def test_one_query_of_each_domain_runs_through_the_program(name, fake_lm, tmp_pa
     code = evaluate.main(["--set", name, "--split", "test", "--limit", "1", "--modes", "rag,crag",
                           "--compiled", "none", "--groundedness", "off", "--out", str(out)])
     assert code == 0
-    first = load_rows(name, "queries", "test")[0]
+    first = load_set(name, 1, 0, "test")[0]
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["mode"], r["id"]) for r in rows] == [("rag", first["id"]), ("crag", first["id"])]
