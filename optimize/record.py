@@ -11,6 +11,11 @@ answers, it is not measured.
 ``retrieval_skipped`` is True or False when the program ran the retrieval decider
 (``--decide-retrieval``: its trace has a ``decide-retrieval`` step), empty otherwise;
 ``needs_retrieval`` is the row's label (False only for chit-chat).
+
+``citations`` holds the answer's citations (``[[n, source_id], ...]``), ``citation_recall`` and
+``citation_precision`` ALCE's figures for the answer (Gao et al. 2023), judged by the support
+judge that set them (``program.attribution``), ``unsupported_sentences`` the sentences no strip
+supports; all empty for the fallback, an abstention and closed-book answers.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import time
 from pathlib import Path
 
 from optimize.eval_data import abstained, is_correct
+from program.attribution import citation_quality
 from program.cost import step
 from program.selfcheck import ClaimChecker
 from program.types import Trace
@@ -31,6 +37,7 @@ CSV_COLUMNS = [
     "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness",
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
+    "citations", "citation_recall", "citation_precision", "unsupported_sentences",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "seconds", "notes"]
@@ -109,7 +116,21 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
                       "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
                       "seconds": s.seconds, "notes": s.notes})
     out.update(_groundedness(mode, res, checker))
+    out.update(_citations(res, getattr(getattr(program, "attributor", None), "judges", None)))
     return out, steps
+
+
+def _citations(res, judges) -> dict:
+    """The answer's citations as JSON (``[[n, source_id], ...]``) and ALCE's citation recall and
+    precision (``program.attribution.citation_quality``, by the support judge that cited);
+    empty for the fallback, an abstention and closed-book answers (no sentences)."""
+    sentences = list(getattr(res, "sentences", None) or [])
+    if getattr(res, "fallback", False) or not sentences:
+        return {}
+    recall, precision = citation_quality(res.question, sentences, list(res.strips), judges)
+    return {"citations": json.dumps([[c.number, c.source_id] for c in res.citations]),
+            "citation_recall": recall, "citation_precision": precision,
+            "unsupported_sentences": sum(not s.supported for s in sentences)}
 
 
 def _groundedness(mode: str, res, checker) -> dict:

@@ -18,7 +18,7 @@ ACTIONS = ("correct", "ambiguous", "incorrect")
 _BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")
 _NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "seconds", "claims", "claims_fully",
         "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens", "check_completion_tokens",
-        "check_seconds")
+        "check_seconds", "citation_recall", "citation_precision", "unsupported_sentences")
 _COST = ("lm_calls", "prompt_tokens", "completion_tokens", "tokens", "seconds")
 
 
@@ -86,6 +86,9 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
         claims of non-abstaining answers fully / partially supported; None without claims),
         ``claims_checked``, ``grounded_by`` (``self-check``, ``post-hoc`` or None),
+        ``cited_share`` (answers that state something, neither the fallback nor an abstention,
+        with at least one citation), ``citation_recall`` / ``citation_precision`` (ALCE's,
+        mean over those answers; ``program.attribution.citation_quality``), None without them,
         ``accuracy_by_relation`` (PopQA relation or adversarial category -> accuracy),
         ``median_*`` and ``p90_*`` of ``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
         ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``
@@ -124,6 +127,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         "groundedness_partial": round(100 * claimed["claims_partially"].sum() / n_claims, 1) if n_claims else None,
         "claims_checked": int(n_claims),
         "grounded_by": "+".join(by) or None,
+        **_citation_figures(ok),
     }
     for col in _COST:
         s[f"median_{col}"] = _clean(median(ok[col].tolist()))
@@ -139,6 +143,18 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         s["confusion"] = {e: {p: int(((labeled["expected_action"] == e) & (labeled["action"] == p)).sum())
                               for p in ACTIONS} for e in ACTIONS} if len(labeled) else None
     return s
+
+
+def _citation_figures(ok: pd.DataFrame) -> dict:
+    # ALCE's figures over the answers that state something: not the fallback, not an abstention
+    stated = ok[~ok["fallback"] & ~ok["abstained"] & ok["citation_recall"].notna()]
+    with_citation = stated["citations"].str.len() > 2  # "[]" is no citation
+    return {
+        "cited_share": _pct(with_citation),
+        "citation_recall": round(100 * float(stated["citation_recall"].mean()), 1) if len(stated) else None,
+        "citation_precision": (round(100 * float(stated["citation_precision"].mean()), 1)
+                               if stated["citation_precision"].notna().any() else None),
+    }
 
 
 def _retrieval_decisions(df: pd.DataFrame, ok: pd.DataFrame) -> dict:
@@ -184,13 +200,19 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _cited(s: dict) -> str:
+    if s.get("cited_share") is None:
+        return "-"
+    return f"{_fmt(s['cited_share'], ' %')} ({_fmt(s['citation_recall'])} / {_fmt(s['citation_precision'])})"
+
+
 def markdown_table(summary: dict[str, dict]) -> str:
     """A Markdown pipe table, one row per mode (no ``tabulate`` dependency)."""
     with_aa = any("action_accuracy" in s for s in summary.values())
     with_skips = any(s.get("skip_rate") is not None for s in summary.values())
     with_chat = any(s.get("no_retrieval_questions") for s in summary.values())
     head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "escalated", "fallback",
-            "grounded (partly)", "abstain ans./unans.", "med LM calls", "p90 LM calls", "med tokens",
+            "grounded (partly)", "cited (recall/precision)", "abstain ans./unans.", "med LM calls", "p90 LM calls", "med tokens",
             "med s/question", "p90 s/question"] + (["action acc."] if with_aa else []) \
         + (["retrieval skipped"] if with_skips else []) + (["no-retrieval q. acc. (med calls)"] if with_chat else [])
     rows = []
@@ -203,7 +225,7 @@ def markdown_table(summary: dict[str, dict]) -> str:
             f"{_fmt(s['groundedness'], ' %')} ({_fmt(s['groundedness_partial'], ' %')})"
         rows.append([mode, _fmt(s["n"]), _fmt(s["errors"]), _fmt(s["accuracy"], " %"), acts,
                      _fmt(s["correction_rate"], " %"), _fmt(s["escalation_rate"], " %"),
-                     _fmt(s["fallback_rate"], " %"), grounded,
+                     _fmt(s["fallback_rate"], " %"), grounded, _cited(s),
                      f"{_fmt(s['abstention_answerable'], ' %')} / {_fmt(s['abstention_unanswerable'], ' %')}",
                      _fmt(s["median_lm_calls"]), _fmt(s["p90_lm_calls"]), _fmt(s["median_tokens"]),
                      _fmt(s["median_seconds"]), _fmt(s["p90_seconds"])]

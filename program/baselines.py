@@ -12,7 +12,8 @@ import dspy
 
 from program.cost import step
 from program.question import validate_question
-from program.generation import AnswerGenerator, citations_for
+from program.attribution import Attributor, cite
+from program.generation import AnswerGenerator
 from program.lm import CRITIQUE_CONFIG
 from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
 from program.web.base import WebSearchError
@@ -68,14 +69,15 @@ class VanillaRAG(dspy.Module):
         self.k = k
         self.max_chars = max_chars
         self.generator = AnswerGenerator()
+        self.attributor = Attributor()  # sets the citations (``program.attribution``)
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
-        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url) for p in passages]
+        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title) for p in passages]
         with step(trace, "generate"):
             answer = self.generator(question=question, strips=strips)
-        return CRAGResult(question=question, answer=answer, strips=strips, trace=trace, mode="rag",
-                          citations=citations_for(answer, strips))
+        return cite(CRAGResult(question=question, answer=answer, strips=strips, trace=trace, mode="rag"),
+                    answer, self.attributor)
 
 
 class LangGraphCRAG(dspy.Module):
@@ -135,6 +137,7 @@ class LangGraphCRAG(dspy.Module):
         self.grader = dspy.Predict(GradeDocumentBinary)
         self.rewriter = dspy.Predict(RewriteForWebSearch)
         self.generator = AnswerGenerator()
+        self.attributor = Attributor()  # sets the citations (``program.attribution``)
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
@@ -144,7 +147,7 @@ class LangGraphCRAG(dspy.Module):
             cost.notes = f"{len(kept)} of {len(passages)} graded yes"
         if not passages:
             trace.note("no passage retrieved: nothing graded no, so no web search (as in the tutorial)")
-        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url) for p in kept]
+        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title) for p in kept]
         web_route = len(kept) < len(passages)
         if web_route:
             strips += self._search_web(question, trace)
@@ -154,9 +157,9 @@ class LangGraphCRAG(dspy.Module):
             trace.note("no kept passage and no web text: generating from an empty context")
         with step(trace, "generate"):
             answer = self.generator(question=question, strips=strips)
-        return CRAGResult(question=question, answer=answer, action=action, grades=grades, strips=strips,
-                          confidence=max((g.score for g in grades), default=0.0), trace=trace, mode="langgraph",
-                          citations=citations_for(answer, strips))
+        result = CRAGResult(question=question, answer=answer, action=action, grades=grades, strips=strips,
+                            confidence=max((g.score for g in grades), default=0.0), trace=trace, mode="langgraph")
+        return cite(result, answer, self.attributor)
 
     def _grade(self, question: str, passage: Passage, trace: Trace) -> ChunkGrade:
         try:
@@ -199,7 +202,7 @@ class LangGraphCRAG(dspy.Module):
             hits = _in_scope(self.web, hits)[: self.web_k]
             record["hits"] = [{"url": h.url, "title": h.title, "snippet": h.snippet} for h in hits]
             # what the tutorial's search tool returns: each page's extract for the query (Tavily's content)
-            strips = [Strip(h.url or f"web-{i}", 0, text, url=h.url) for i, h in enumerate(hits)
+            strips = [Strip(h.url or f"web-{i}", 0, text, url=h.url, title=h.title) for i, h in enumerate(hits)
                       if (text := query_excerpt(query, h.snippet, h.content, self.max_chars))]
             cost.notes = f"query={query!r}; {len(hits)} hits, {len(strips)} with text"
         if not strips:

@@ -201,7 +201,10 @@ def _ask(args) -> int:
     else:
         print(f"\naction: {result.action.value}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
     for c in result.citations:
-        print(f"[{c.number}] {c.source_id} {c.url}".rstrip())
+        print(f"[{c.number}] {c.source_id}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
+    for s in result.sentences:
+        if not s.supported:
+            print(f"unsupported (no strip states it): {s.text}")
     t = result.trace
     for w in t.web:
         print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, {w['dropped_by_scope']} out of scope, "

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dspy
 
 from program.adapter import inputs_as_data
+from program.attribution import Attributor, cite
 from program.caps import CapReached, QuestionCaps, guarded
 from program.cost import step
 from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
-from program.generation import AnswerGenerator, citations_for
+from program.generation import AnswerGenerator
 from program.lm import CRITIQUE_CONFIG
 from program.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.refine import KnowledgeRefiner
@@ -97,6 +98,7 @@ class CRAG(dspy.Module):
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker()
         self.usefulness = UsefulnessJudge()
+        self.attributor = Attributor()
         self.judges = judges
 
     @property
@@ -107,6 +109,7 @@ class CRAG(dspy.Module):
     @judges.setter
     def judges(self, judges) -> None:
         self.evaluator.judges = self.refiner.judges = self.checker.judges = self.usefulness.judges = judges
+        self.attributor.judges = judges
 
     def judges_report(self) -> dict:
         """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
@@ -279,9 +282,8 @@ class CRAG(dspy.Module):
 
     def _answer(self, result: CRAGResult) -> CRAGResult:
         with step(result.trace, "generate"):
-            result.answer = self.generator(question=result.question, strips=result.strips)
-        result.citations = citations_for(result.answer, result.strips)
-        return result
+            answer = self.generator(question=result.question, strips=result.strips)
+        return cite(result, answer, self.attributor)
 
     def _answer_and_check(self, result: CRAGResult) -> CRAGResult:
         question, strips, trace = result.question, result.strips, result.trace
@@ -343,9 +345,7 @@ class CRAG(dspy.Module):
         if len(kept) < len(claims):
             answer = " ".join(c.text + "".join(f" [{n}]" for n in c.cited) for c in kept)
             result.trace.note(f"dropped {len(claims) - len(kept)} unsupported claim(s)")
-        result.answer = answer
-        result.citations = citations_for(answer, result.strips)
-        return result
+        return cite(result, answer, self.attributor)
 
 
 def support_rank(claims: list[Claim]) -> tuple[int, float]:

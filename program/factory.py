@@ -55,4 +55,5 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     else:
         baseline = VanillaRAG(kb, k=crag.k)
     baseline.generator = crag.generator  # the compiled generator: the modes differ only before it
+    baseline.attributor.judges = crag.judges  # and the same support judge sets the citations
     return baseline

@@ -6,7 +6,7 @@ import re
 
 import dspy
 
-from program.types import Citation, Strip
+from program.types import Strip
 from signatures import GenerateAnswer, GenerateStrictAnswer
 
 _CITATION = re.compile(r"\[(\d+)\]")
@@ -20,14 +20,6 @@ def number_strips(strips: list[Strip]) -> list[str]:
 def cited_numbers(text: str, n_strips: int) -> list[int]:
     """The strip numbers cited as ``[n]`` in ``text``, in order, without repeats or out-of-range ones."""
     return list(dict.fromkeys(int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= n_strips))
-
-
-def citations_for(text: str, strips: list[Strip]) -> list[Citation]:
-    """One ``Citation`` per strip number the text cites."""
-    return [
-        Citation(n, strips[n - 1].source_id, strips[n - 1].url, strips[n - 1].text)
-        for n in cited_numbers(text, len(strips))
-    ]
 
 
 class AnswerGenerator(dspy.Module):

@@ -84,7 +84,8 @@ def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> li
             strips[-1] = f"{strips[-1]} {sentence}"
         else:
             strips.append(sentence)
-    return [Strip(source_id=passage.id, position=i, text=t, url=passage.url) for i, t in enumerate(strips)]
+    return [Strip(source_id=passage.id, position=i, text=t, url=passage.url, title=passage.title)
+            for i, t in enumerate(strips)]
 
 
 class KnowledgeRefiner(dspy.Module):

@@ -59,3 +59,24 @@ def coverage(part: str, whole: str) -> float:
     """Share of ``part``'s content words that appear in ``whole`` (1.0 when ``part`` has none)."""
     needed = content_words(part)
     return len(needed & content_words(whole)) / len(needed) if needed else 1.0
+
+
+# A source's own footnote markers: "[54]", "[a]", "[note 3]", "[citation needed]", "[when?]",
+# with a page reference ("[12]: 34"). Digits count only where a footnote stands (before a space,
+# punctuation, another marker or the end), so code such as ``items[0].name`` keeps its index;
+# "[text](url)" is a Markdown link, not a footnote.
+_FOOTNOTE = re.compile(
+    r"[ \t]?\[(?:\d{1,4}|[a-z]|(?:note|nb|n) ?\d{1,3}|[a-z][a-z ]{1,30}(?:needed|\?))\](?::\s?\d+(?:[–-]\d+)?)?"
+    r"(?=\s|$|\[|[,.;:!?)'\"”](?:\s|$))", re.I)
+
+
+def without_footnotes(text: str) -> str:
+    """``text`` without its source's footnote markers (Wikipedia's "[54]", "[citation needed]").
+
+    Answers cite strips as ``[n]`` (ALCE's convention, Gao et al. 2023 §2): a source's own
+    "[54]" copied into an answer would read as a citation the program never made.
+
+    >>> without_footnotes("Paris is the capital.[3] It has 2 million people[citation needed].")
+    'Paris is the capital. It has 2 million people.'
+    """
+    return _FOOTNOTE.sub("", text) if "[" in text else text

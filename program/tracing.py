@@ -15,7 +15,10 @@ action             ``action`` (correct | ambiguous | incorrect), ``confidence``,
 rewrite            ``query`` (RewriteQuery's search query)
 web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
 strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``
-answer             ``answer``, ``strict`` (the stricter retry), ``closed_book``
+answer             ``answer``, ``strict`` (the stricter retry), ``closed_book``; the last one,
+                   once the answer is cited (``program.attribution``), also ``cited`` (true),
+                   ``sentences`` (text, cited, supported, by) and ``citations`` (number,
+                   source_id, url, text, title, sentences)
 claims             ``claims`` (text, support, cited, kept, score), ``retry``
 usefulness         ``score`` (Self-RAG's IsUse, in [0, 1])
 =================  =========================================================================
@@ -123,6 +126,7 @@ class StepRecorder(BaseCallback):
         return "initial" if self._evaluations <= 1 and not self._rewritten else "corrected"
 
     def _report(self, instance, inputs: dict, outputs) -> None:
+        from program.attribution import Attributor
         from program.evaluator import RetrievalEvaluator, decide_action
         from program.generation import AnswerGenerator
         from program.refine import KnowledgeRefiner
@@ -152,6 +156,9 @@ class StepRecorder(BaseCallback):
             self.emit("claims", claims=outputs, retry=self._checks > 1)
         elif isinstance(instance, UsefulnessJudge):
             self.emit("usefulness", score=outputs)
+        elif isinstance(instance, Attributor):
+            self.emit("answer", answer=outputs.answer, strict=False, closed_book=False, cited=True,
+                      sentences=outputs.sentences, citations=outputs.citations)
         else:
             self._report_predictor(instance, outputs)
 

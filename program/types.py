@@ -12,6 +12,8 @@ from enum import Enum
 
 from pydantic import computed_field
 
+from program.text import without_footnotes
+
 
 class Action(str, Enum):
     """The retrieval evaluator's three actions (CRAG, Yan et al. 2024, §4.3)."""
@@ -69,6 +71,11 @@ class Strip:
         text: the strip text.
         relevance: StripRelevance score in [0, 1]; -1.0 until graded.
         url: URL of the source passage for web strips.
+        title: title of the source document or page, may be empty.
+
+    The source's own footnote markers ("[54]", "[citation needed]") are removed from ``text``
+    here, where every strip is made, so that the only ``[n]`` an answer holds are the
+    program's strip numbers (``program.text.without_footnotes``).
     """
 
     source_id: str
@@ -76,6 +83,10 @@ class Strip:
     text: str
     relevance: float = -1.0
     url: str = ""
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        self.text = without_footnotes(self.text)
 
 
 @dataclass
@@ -100,12 +111,41 @@ class Claim:
 
 @dataclass
 class Citation:
-    """A numbered citation in the answer: ``[n]`` points at ``strip``."""
+    """A numbered citation in the answer: ``[n]`` points at strip ``n`` of ``CRAGResult.strips``.
+
+    Attributes:
+        number: the ``n`` of ``[n]``, 1-based.
+        source_id: id of the strip's passage (a chunk id or a URL).
+        url: the passage's URL or source path, may be empty.
+        text: the strip's text.
+        title: the source's title, may be empty.
+        sentences: 0-based indices into ``CRAGResult.sentences`` of the sentences citing it.
+    """
 
     number: int
     source_id: str
     url: str
     text: str
+    title: str = ""
+    sentences: list[int] = field(default_factory=list)
+
+
+@dataclass
+class AnswerSentence:
+    """One sentence of the answer and the strips it cites (ALCE's statement, Gao et al. 2023 §2).
+
+    Attributes:
+        text: the sentence, without its markers.
+        cited: 1-based strip numbers it cites, in the answer's order.
+        supported: False when no strip supports it (it then cites nothing).
+        by: who chose the markers: ``model`` (the generator's, each checked), ``attribution``
+            (set by the support judge: a marker missing or wrong) or ``none`` (unsupported).
+    """
+
+    text: str
+    cited: list[int] = field(default_factory=list)
+    supported: bool = True
+    by: str = "model"
 
 
 @dataclass
@@ -188,6 +228,8 @@ class CRAGResult:
             is not one of CRAG's actions).
         confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
         citations: the strips the answer cites, numbered as in the answer.
+        sentences: the answer's sentences with their citations and support
+            (``program.attribution``); empty for the fallback and for an abstention.
         grades: per-chunk grades with reasons.
         strips: the knowledge strips kept after decompose-then-recompose.
         claims: the answer's claims with support verdicts.
@@ -212,6 +254,7 @@ class CRAGResult:
     action: Action | None = None
     confidence: float = 0.0
     citations: list[Citation] = field(default_factory=list)
+    sentences: list[AnswerSentence] = field(default_factory=list)
     grades: list[ChunkGrade] = field(default_factory=list)
     strips: list[Strip] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)

@@ -69,7 +69,7 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
                  "--trace-jsonl", str(trace)]) == 0
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [e["event"] for e in events] == ["question", "retrieved", "graded", "action", "strips", "answer", "claims",
-                                            "result"]
+                                            "answer", "result"]
     assert events[-1]["result"]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
     assert all(e["time"].endswith("+00:00") for e in events) and events[-1]["lm_calls"] == 3
 

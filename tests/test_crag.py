@@ -75,7 +75,7 @@ def test_unsupported_claim_is_retried_once_then_dropped(fake_lm):
         ("Acme Rockets was founded by Jane Roe.", "fully", True),
         ("It is based on Mars.", "no", False),
     ]
-    assert result.answer == "Acme Rockets was founded by Jane Roe. [1]"
+    assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert not result.fallback
 
 
@@ -170,7 +170,7 @@ def test_trace_counts_calls_and_tokens_per_step(fake_lm):
     per_step = {s.step: s.lm_calls for s in result.trace.steps}
     # one strip call per strip (FOUNDING, and the ungraded OFF_TOPIC, one strip); the claim's
     # words are all in its strip, so support needs no LM call
-    assert per_step == {"retrieve": 0, "evaluate": 1, "refine-internal": 2, "generate": 1, "self-check": 0}
+    assert per_step == {"retrieve": 0, "evaluate": 1, "refine-internal": 2, "generate": 1, "self-check": 0, "cite": 0}
     assert result.trace.lm_calls == 4 == sum(fake_lm.calls.values())
     assert result.trace.prompt_tokens > 0 and result.trace.completion_tokens > 0
     assert result.to_dict()["trace"]["lm_calls"] == 4
@@ -194,9 +194,10 @@ def test_crag_mode_without_self_check_keeps_the_answer_as_generated(fake_lm):
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
     result, _ = run([FOUNDING], self_check=False)
     assert result.mode == "crag" and result.action is Action.CORRECT
-    assert result.answer == "Acme Rockets was founded by Elon Musk [1]."
+    # no claim check, so the sentence stays; its marker does not: the strip names Jane Roe
+    assert result.answer == "Acme Rockets was founded by Elon Musk."
     assert result.claims == [] and not result.retried and not result.fallback
-    assert [c.source_id for c in result.citations] == ["doc0#0"]
+    assert [(s.supported, s.by) for s in result.sentences] == [(False, "none")] and result.citations == []
     assert fake_lm.calls["CheckClaimSupport"] == 0 and fake_lm.calls["GenerateStrictAnswer"] == 0
 
 

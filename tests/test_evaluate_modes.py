@@ -141,6 +141,11 @@ def test_all_modes_figures(run_eval, capsys):
     assert closed["groundedness"] is None and closed["grounded_by"] is None
     assert crag["check_lm_calls"] == 2  # q2: ExtractClaims + CheckClaimSupport for the invented claim
     assert self_crag["check_lm_calls"] is None
+    # citations (ALCE): every stated answer cites; crag's q2 invented sentence cites nothing
+    assert (crag["cited_share"], crag["citation_recall"], crag["citation_precision"]) == (100.0, 83.3, 100.0)
+    assert (self_crag["cited_share"], self_crag["citation_recall"], self_crag["citation_precision"]) == \
+        (100.0, 100.0, 100.0)
+    assert closed["cited_share"] is None and closed["citation_recall"] is None
 
     rows = _csv(out / "results.csv")
     by = {(r["mode"], r["id"]): r for r in rows}
@@ -148,6 +153,8 @@ def test_all_modes_figures(run_eval, capsys):
     assert by[("crag", "q2")]["groundedness"] == "0.5" and by[("crag", "q2")]["check_lm_calls"] == "2"
     assert by[("crag", "q4")]["abstained"] == "True" and by[("crag", "q4")]["claims"] == ""
     assert by[("self-crag", "q2")]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    assert json.loads(by[("self-crag", "q2")]["citations"])[0][0] == 1
+    assert by[("crag", "q2")]["unsupported_sentences"] == "1" and by[("crag", "q4")]["citations"] == ""
     # the post-hoc check is outside the mode's cost: crag's q2 costs what self-crag's does before its check
     crag_calls = [int(by[("crag", q)]["lm_calls"]) for q in ("q1", "q2", "q3", "q4")]
     assert crag["median_lm_calls"] == float(np.median(crag_calls))
@@ -161,10 +168,10 @@ def test_all_modes_figures(run_eval, capsys):
         assert sum(int(x["lm_calls"]) for x in mine) == int(r["lm_calls"])
         assert sum(int(x["prompt_tokens"]) for x in mine) == int(r["prompt_tokens"])
     assert [x["step"] for x in steps if x["mode"] == "crag" and x["id"] == "q1"] == \
-        ["retrieve", "evaluate", "refine-internal", "generate"]
+        ["retrieve", "evaluate", "refine-internal", "generate", "cite"]
     assert [x["step"] for x in steps if x["mode"] == "self-crag" and x["id"] == "q2"] == \
         ["retrieve", "evaluate", "rewrite", "re-retrieve", "web-search", "refine-corrected", "generate", "self-check",
-         "generate-strict", "self-check-retry"]
+         "generate-strict", "self-check-retry", "cite"]
     ev = crag["steps"]["evaluate"]
     # k=2, graded lazily: q1's first passage decides CORRECT; q4 has one passage
     assert ev["ran"] == 4 and ev["mean_lm_calls"] == pytest.approx((1 + 2 + 2 + 1) / 4)
@@ -246,10 +253,12 @@ def test_groundedness_off_and_threads(run_eval):
 def test_resume_skips_done_questions(run_eval):
     code, out = run_eval("--modes", "closed,crag", "--limit", "2")
     assert code == 0 and len(run_eval.calls) == 4
+    done = {q for _, q in run_eval.calls}
     run_eval.calls.clear()
     code, out = run_eval("--modes", "closed,crag", "--resume")
     assert code == 0
-    assert sorted(run_eval.calls) == sorted((m, q) for m in ("closed", "crag") for q in (Q3, Q4))
+    rest = {Q1, Q2, Q3, Q4} - done
+    assert len(rest) == 2 and sorted(run_eval.calls) == sorted((m, q) for m in ("closed", "crag") for q in rest)
     s = json.loads((out / "summary.json").read_text())
     assert s["skipped"] == 4 and s["modes"]["crag"]["n"] == 4 and s["modes"]["crag"]["accuracy"] == 75.0
     assert len(_csv(out / "results.csv")) == 8

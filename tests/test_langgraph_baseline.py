@@ -41,7 +41,7 @@ def test_all_passages_relevant_no_rewrite_no_web(fake_lm):
     assert web.queries == [] and result.trace.web == [] and result.trace.rewritten_query == ""
     assert dict(fake_lm.calls) == {"GradeDocumentBinary": 3, "GenerateAnswer": 1}
     assert result.trace.lm_calls == 4
-    assert [(s.step, s.lm_calls) for s in result.trace.steps] == [("retrieve", 0), ("grade", 3), ("generate", 1)]
+    assert [(s.step, s.lm_calls) for s in result.trace.steps] == [("retrieve", 0), ("grade", 3), ("generate", 1), ("cite", 0)]
     assert result.trace.steps[1].notes == "3 of 3 graded yes"
     assert [(g.passage_id, g.score, g.reason) for g in result.grades] == \
         [("doc0#0", 1.0, "relevant"), ("doc1#0", 1.0, "relevant"), ("doc2#0", 1.0, "relevant")]
@@ -58,7 +58,7 @@ def test_one_passage_irrelevant_rewrites_and_adds_three_web_texts(fake_lm):
     assert web.queries == [QUERY] and result.trace.rewritten_query == QUERY
     assert dict(fake_lm.calls) == {"GradeDocumentBinary": 2, "RewriteForWebSearch": 1, "GenerateAnswer": 1}
     assert [(s.step, s.lm_calls) for s in result.trace.steps] == \
-        [("retrieve", 0), ("grade", 2), ("rewrite", 1), ("web-search", 0), ("generate", 1)]
+        [("retrieve", 0), ("grade", 2), ("rewrite", 1), ("web-search", 0), ("generate", 1), ("cite", 0)]
     assert [(g.score, g.reason) for g in result.grades] == [(1.0, "relevant"), (0.0, "irrelevant")]
     # the kept passage, then the top 3 web texts (content, cut to 1500 characters) with their urls
     assert [(s.source_id, s.url) for s in result.strips] == [("doc0#0", "")] + [(u, u) for u, _ in PAGES[:3]]
@@ -93,7 +93,7 @@ def test_web_failure_answers_from_the_kept_passages(fake_lm, error, expected):
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert result.trace.web[0]["error"] == expected and result.trace.web[0]["hits"] == []
     assert f"web search failed: {expected}; answering from the kept passages" in result.trace.events
-    assert [s.step for s in result.trace.steps] == ["retrieve", "grade", "rewrite", "web-search", "generate"]
+    assert [s.step for s in result.trace.steps] == ["retrieve", "grade", "rewrite", "web-search", "generate", "cite"]
     assert result.trace.steps[3].notes == expected
 
 
@@ -110,7 +110,7 @@ def test_no_web_backend_skips_the_rewrite(fake_lm):
     result, _ = ask([FOUNDING, OFF_TOPIC], None)
     assert result.action is Action.INCORRECT and [s.source_id for s in result.strips] == ["doc0#0"]
     assert dict(fake_lm.calls) == {"GradeDocumentBinary": 2, "GenerateAnswer": 1}
-    assert [s.step for s in result.trace.steps] == ["retrieve", "grade", "generate"]
+    assert [s.step for s in result.trace.steps] == ["retrieve", "grade", "generate", "cite"]
 
 
 def test_no_passage_retrieved_means_no_web_as_in_the_tutorial(fake_lm):

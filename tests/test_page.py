@@ -35,6 +35,10 @@ def test_the_page_shows_the_action_the_answer_and_each_claims_verdict(service, b
     assert "a passage scored at or above the upper threshold (0.6)" in page.inner_text("#action-why")
     assert page.inner_text("#answer") == "Acme Rockets was founded by Jane Roe [1]."
     assert page.get_attribute("#answer a", "href") == "#strip-1"
+    # the same citation as ask, the JSON and the stream: [1] -> acme.md#0, linked to its strip
+    assert page.inner_text("#citations li").startswith("[1] ") and "acme.md#0" in page.inner_text("#citations li")
+    assert page.get_attribute("#citation-1 a", "href") == "#strip-1"
+    assert page.locator("#citations li").count() == 1
     assert page.inner_text("#strip-1").startswith("Acme Rockets was founded by Jane Roe in 1999.")
     assert page.inner_text("#claims li .badge") == "fully"
     assert "lower 0.2 · upper 0.6" in page.inner_text("#thresholds")

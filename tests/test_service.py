@@ -14,7 +14,7 @@ import pytest
 from tests.service_process import ROOT, program_env, read_events
 
 Q = "Who founded Acme Rockets?"
-STEPS = ["question", "retrieved", "graded", "action", "strips", "answer", "claims", "result", "done"]
+STEPS = ["question", "retrieved", "graded", "action", "strips", "answer", "claims", "answer", "result", "done"]
 
 
 def _timeless(value):
@@ -42,6 +42,15 @@ def test_ask_returns_the_whole_result_as_ask_json_does(service, served_fake_lm):
     assert cli.returncode == 0, cli.stderr
     assert _timeless(json.loads(cli.stdout)) == _timeless(result)
 
+    text = subprocess.run([sys.executable, "-m", "program", "ask", Q, "--model", "openai/fake",
+                           "--api-base", served_fake_lm.base, "--kb", str(service.docs), "--compiled", "none",
+                           "--web", "none", "--no-cache"], cwd=ROOT, env=program_env(service.root / "cli-cache"),
+                          capture_output=True, text=True, timeout=180)
+    assert text.returncode == 0, text.stderr
+    cited = result["citations"][0]
+    assert text.stdout.splitlines()[0] == result["answer"]
+    assert f"[1] acme.md#0 \u2014 {cited['title']} <{cited['url']}>" in text.stdout.splitlines()
+
 
 def test_the_stream_sends_each_step_in_order_then_the_result_and_done(service):
     with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": Q}, timeout=60) as response:
@@ -58,6 +67,13 @@ def test_the_stream_sends_each_step_in_order_then_the_result_and_done(service):
     assert "The company builds small sounding rockets." in [s["text"] for s in data["strips"]["dropped"]]
     assert data["claims"]["claims"][0]["support"] == "fully"
     assert data["result"]["result"]["answer"] == data["answer"]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
+    # the last answer event is the cited one: the same citations as the result's
+    first, cited = [e for name, e in events if name == "answer"]
+    assert "cited" not in first and cited["cited"] is True
+    assert cited["citations"] == data["result"]["result"]["citations"]
+    assert [(c["number"], c["source_id"], c["sentences"]) for c in cited["citations"]] == [(1, "acme.md#0", [0])]
+    assert cited["sentences"] == [{"text": "Acme Rockets was founded by Jane Roe.", "cited": [1], "supported": True,
+                                   "by": "model"}]
     times = [e["t"] for name, e in events if name != "done"]
     assert times == sorted(times)
     assert len({e["request"] for _, e in events}) == 1

@@ -20,7 +20,7 @@ const WHY = {
 };
 
 function reset() {
-  for (const id of ["steps", "strips", "dropped", "claims", "correction", "answer", "flags", "action", "action-why"]) $(id).replaceChildren();
+  for (const id of ["steps", "strips", "dropped", "claims", "correction", "answer", "citations", "flags", "action", "action-why"]) $(id).replaceChildren();
   $("passages").tBodies[0].replaceChildren();
   $("dropped-count").textContent = "0";
   $("verdict").hidden = true;
@@ -89,16 +89,31 @@ function answerWithLinks(text) {
   return nodes;
 }
 
+// Each citation: its marker, linked to its strip, then the source's title, id and link.
+function citationItem(c) {
+  const source = c.url && /^https?:/.test(c.url) ? el("a", { href: c.url }, c.source_id) : c.source_id;
+  return el("li", { id: `citation-${c.number}`, value: c.number },
+    el("a", { href: `#strip-${c.number}` }, `[${c.number}]`), " ", c.title ? `${c.title} — ` : "", source);
+}
+
+function showCited(answer, citations, sentences) {
+  $("answer").replaceChildren(...answerWithLinks(answer));
+  $("citations").replaceChildren(...(citations || []).map(citationItem));
+  const unsupported = (sentences || []).filter((s) => !s.supported).map((s) => s.text);
+  return unsupported.length ? [`no strip supports: ${unsupported.join(" ")}`] : [];
+}
+
 function onResult(r) {
   $("verdict").hidden = false;
   if (r.retrieval_skipped) $("action").replaceChildren(el("span", { class: "badge ungraded" }, "no retrieval"));
-  $("answer").replaceChildren(...answerWithLinks(r.answer));
+  const unsupported = showCited(r.answer, r.citations, r.sentences);
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
   const flags = [];
   if (r.fallback) flags.push("nothing reliable remained: the honest fallback");
   if (r.escalated) flags.push("the evaluator said correct, but nothing held up: corrected once");
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
+  flags.push(...unsupported);
   $("flags").textContent = flags.join("; ");
   $("claims").replaceChildren(...r.claims.map((c) => el("li", {},
     el("span", { class: `badge ${c.support}` }, c.support), " ",
@@ -117,7 +132,7 @@ const SUMMARY = {
   rewrite: (e) => `query: ${e.query}`,
   web: (e) => e.error || `${e.backend}: ${e.hits.length} hits, ${e.fetched.length} fetched`,
   strips: (e) => `${e.stage}: kept ${e.kept.length}, dropped ${e.dropped.length} (threshold ${e.threshold})`,
-  answer: (e) => (e.strict ? "stricter retry: " : "") + e.answer,
+  answer: (e) => (e.strict ? "stricter retry: " : e.cited ? `cited (${e.citations.length} strips): ` : "") + e.answer,
   claims: (e) => e.claims.map((c) => c.support).join(", ") || "none",
   usefulness: (e) => `usefulness ${fmt(e.score)}`,
   result: (e) => e.result.answer,
@@ -130,7 +145,10 @@ function onEvent(name, e) {
   ({ retrieved: onRetrieved, graded: onGraded, action: onAction, strips: onStrips,
      rewrite: (x) => $("correction").append(el("p", {}, "rewritten query: ", el("q", {}, x.query))),
      web: (x) => $("correction").append(el("p", {}, `web (${x.backend}): `, x.error || x.hits.map((h) => h.url).join(", "))),
-     answer: (x) => { $("verdict").hidden = false; $("answer").textContent = x.answer; },
+     answer: (x) => {
+       $("verdict").hidden = false;
+       if (x.cited) showCited(x.answer, x.citations, x.sentences); else $("answer").textContent = x.answer;
+     },
      result: (x) => onResult(x.result),
      error: (x) => { $("status").textContent = `error ${x.status}: ${x.detail}`; $("status").className = "error"; },
   }[name] || (() => {}))(e);

@@ -1,0 +1,193 @@
+"""Citations by attribution: every answer sentence cites the strip that supports it.
+
+ALCE (Gao et al. 2023 §2) scores an answer's citations per statement: citation recall (the
+cited passages support the statement) and citation precision (each cited passage is needed).
+A 1.5B generator rarely writes ``[n]`` markers, and when it does they can point at the wrong
+strip. The program already knows how to judge support (Self-RAG's IsSup, the trained support
+judge of ``program.judges``), so it cites for the model: each sentence of the answer keeps the
+generator's markers whose strip supports it, and a sentence left without one cites the strip
+that supports it best. A sentence no strip supports cites nothing and is marked unsupported.
+No LM call: the trained support judge scores, or, with no trained judge, the word-overlap
+verdict of ``program.selfcheck.lexical_support`` decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import dspy
+
+from program.cost import step
+from program.generation import cited_numbers
+from program.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_sentences, is_abstention,
+                               lexical_support, strip_citations, without_asked_entity)
+from program.types import AnswerSentence, Citation, CRAGResult, Strip
+
+# "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it.
+_MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)")
+_END = re.compile(r"^(.*?)([.!?…:]*)$", re.S)
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The answer's sentences, each with the markers written for it (ALCE's statements)."""
+    answer = _MARKER_AFTER_STOP.sub(lambda m: f"{m.group(2)}{m.group(1)}", answer.strip())
+    return [s.strip() for s in evidence_sentences(answer)]  # the self-check's splitter: claims cut alike
+
+
+def support(sentence: str, strip: Strip, question: str, judges=None) -> tuple[str, float]:
+    """Self-RAG's IsSup verdict for one sentence against one strip, with no LM call.
+
+    Args:
+        sentence: the sentence, markers removed.
+        strip: the strip it may cite.
+        question: the question answered (its own words are not evidence, and the asked
+            entity's name is left out of the check: ``without_asked_entity``).
+        judges: a ``program.judges.JudgeSet`` with a trained ``support`` judge, or None.
+
+    Returns:
+        ``(verdict, score)``: ``fully | partially | no`` and a score in [0, 1] that ranks
+        strips (the trained judge's probability, or 1.0 / 0.5 / 0.0 for the overlap verdict).
+    """
+    claim = without_asked_entity(sentence, question)
+    lexical = lexical_support(claim, strip.text, question)
+    if lexical == "fully" or judges is None or "support" not in getattr(judges, "judges", {}):
+        return lexical, VERDICT_VALUE[lexical]
+    score = judges.support_score(claim, strip.text, VERDICT_VALUE[lexical], question)
+    verdict = max(lexical, judges.support_verdict(score), key=RANKED_VERDICTS.index)
+    return verdict, round(max(score, VERDICT_VALUE[lexical]), 4)
+
+
+def cite_sentence(sentence: str, strips: list[Strip], question: str, judges=None) -> AnswerSentence:
+    """One sentence with its citations: the generator's markers that hold, else the best strip.
+
+    Returns an ``AnswerSentence`` whose ``cited`` holds 1-based strip numbers: the markers the
+    sentence carried whose strip supports it (``by="model"`` when all of them held), else the
+    one strip that supports it best (``by="attribution"``), else none (``supported=False``,
+    ``by="none"``).
+    """
+    text = strip_citations(sentence)
+    written = cited_numbers(sentence, len(strips))
+    verdicts = {n: support(text, strips[n - 1], question, judges) for n in written}
+    held = [n for n in written if verdicts[n][0] != "no"]
+    if held:
+        return AnswerSentence(text, held, True, "model" if held == written else "attribution")
+    scored = [(n, support(text, s, question, judges)) for n, s in enumerate(strips, start=1) if n not in verdicts]
+    scored += list(verdicts.items())
+    best = max(scored, key=lambda ns: (RANKED_VERDICTS.index(ns[1][0]), ns[1][1]), default=None)
+    if best is None or best[1][0] == "no":
+        return AnswerSentence(text, [], False, "none")
+    return AnswerSentence(text, [best[0]], True, "attribution")
+
+
+def with_markers(sentence: AnswerSentence) -> str:
+    """The sentence with its ``[n]`` markers before its closing punctuation: "… Herbert [1]."."""
+    body, end = _END.match(sentence.text).groups()
+    marks = "".join(f"[{n}]" for n in sentence.cited)
+    return f"{body.rstrip()} {marks}{end}" if marks else sentence.text
+
+
+def attribute(question: str, answer: str, strips: list[Strip], judges=None
+              ) -> tuple[str, list[AnswerSentence], list[Citation]]:
+    """Cite every sentence of ``answer`` by the strips that support it (module docstring).
+
+    Args:
+        question: the question answered.
+        answer: the generated (or self-checked) answer, with or without ``[n]`` markers.
+        strips: the numbered strips the generator saw, ``[1]`` first.
+        judges: the trained judges (``JudgeSet``), or None for the word-overlap verdict.
+
+    Returns:
+        ``(answer, sentences, citations)``: the answer rewritten with one set of markers per
+        sentence, the sentences with their citations and support, and one ``Citation`` per
+        cited strip (in order of first citation, with the indices of the sentences citing
+        it). An abstention, or an answer with no strips, comes back unchanged with no
+        sentences and no citations.
+    """
+    if is_abstention(answer) or not strips:
+        return answer, [], []
+    sentences = [cite_sentence(s, strips, question, judges) for s in answer_sentences(answer)]
+    citing: dict[int, list[int]] = {}
+    for i, sentence in enumerate(sentences):
+        for n in sentence.cited:
+            citing.setdefault(n, []).append(i)
+    citations = [Citation(n, strips[n - 1].source_id, strips[n - 1].url, strips[n - 1].text,
+                          strips[n - 1].title, idx) for n, idx in citing.items()]
+    return " ".join(with_markers(s) for s in sentences), sentences, citations
+
+
+
+def citation_quality(question: str, sentences: list[AnswerSentence], strips: list[Strip], judges=None
+                     ) -> tuple[float | None, float | None]:
+    """ALCE's citation recall and precision of one answer (Gao et al. 2023 §2.3), the support
+    judge standing in for ALCE's NLI model.
+
+    Recall: the share of sentences whose cited strips, joined, support the sentence (a sentence
+    citing nothing counts 0). Precision: the share of citations that are needed: a citation of a
+    supported sentence is imprecise when it does not support the sentence alone and the
+    sentence's other citations do without it; every citation of an unsupported sentence is
+    imprecise.
+
+    Returns:
+        ``(recall, precision)`` in [0, 1], each None when there is nothing to count (no
+        sentence; no citation).
+    """
+    if not sentences:
+        return None, None
+    supported = 0
+    needed = total = 0
+
+    def holds(numbers: list[int], text: str) -> bool:
+        joined = Strip("cited", 0, " ".join(strips[n - 1].text for n in numbers))
+        return bool(numbers) and support(text, joined, question, judges)[0] != "no"
+
+    for s in sentences:
+        cited = [n for n in s.cited if 1 <= n <= len(strips)]
+        total += len(cited)
+        if not holds(cited, s.text):
+            continue
+        supported += 1
+        if len(cited) == 1:
+            needed += 1
+            continue
+        needed += sum(holds([n], s.text) or not holds([m for m in cited if m != n], s.text) for n in cited)
+    return round(supported / len(sentences), 4), (round(needed / total, 4) if total else None)
+
+
+@dataclass
+class Attribution:
+    """What :class:`Attributor` returns: the answer with one set of markers per sentence, its
+    sentences with their citations and support, and one ``Citation`` per cited strip."""
+
+    answer: str
+    sentences: list[AnswerSentence] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+
+
+class Attributor(dspy.Module):
+    """The citing stage: ``forward(question, answer, strips) -> Attribution`` (:func:`attribute`).
+
+    A module, so that the step recorder sees it and the stream's last ``answer`` event carries
+    the citations. ``judges``: the trained judges whose support judge scores (None: the
+    word-overlap verdict); ``CRAG.judges`` sets it with the other stages'.
+    """
+
+    def __init__(self, judges=None):
+        super().__init__()
+        self.judges = judges
+
+    def forward(self, question: str, answer: str, strips: list[Strip]) -> Attribution:
+        return Attribution(*attribute(question, answer, strips, self.judges))
+
+
+def cite(result: CRAGResult, answer: str, attributor: Attributor) -> CRAGResult:
+    """Set ``result.answer``, ``.sentences`` and ``.citations`` from ``answer`` over
+    ``result.strips``, in a ``cite`` step of the trace (its notes: the sentences, the strips
+    cited, the unsupported sentences; no LM call). Returns ``result``."""
+    with step(result.trace, "cite") as cost:
+        out = attributor(question=result.question, answer=answer, strips=result.strips)
+        result.answer, result.sentences, result.citations = out.answer, out.sentences, out.citations
+        unsupported = sum(not s.supported for s in result.sentences)
+        cost.notes = (f"{len(result.sentences)} sentence(s), {len(result.citations)} strip(s) cited"
+                      + (f", {unsupported} unsupported" if unsupported else ""))
+    return result

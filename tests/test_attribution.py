@@ -1,0 +1,101 @@
+"""Citations by attribution (issue: answers that cite their sources), and footnote markers."""
+
+from __future__ import annotations
+
+import pytest
+
+from program.attribution import answer_sentences, attribute, citation_quality
+from program.text import without_footnotes
+from program.types import Strip
+
+STRIPS = [
+    Strip("dune#0", 0, "Dune is a 1965 science-fiction novel by Frank Herbert.", url="kb/dune.md", title="Dune"),
+    Strip("dune#1", 1, "It won the Hugo Award in 1966, tied with This Immortal.", url="kb/dune.md", title="Dune"),
+    Strip("arrakis#0", 0, "Arrakis is a desert planet, the only source of the spice melange.", title="Arrakis"),
+]
+
+
+def test_an_answer_with_no_markers_gets_them_from_attribution():
+    answer, sentences, citations = attribute(
+        "Who wrote Dune and what did it win?", "Dune was written by Frank Herbert. It won the Hugo Award in 1966.", STRIPS)
+    assert answer == "Dune was written by Frank Herbert [1]. It won the Hugo Award in 1966 [2]."
+    assert [(s.cited, s.supported, s.by) for s in sentences] == [([1], True, "attribution"), ([2], True, "attribution")]
+    assert [(c.number, c.source_id, c.title, c.sentences) for c in citations] == [
+        (1, "dune#0", "Dune", [0]), (2, "dune#1", "Dune", [1])]
+    assert citations[0].text == STRIPS[0].text and citations[0].url == "kb/dune.md"
+
+
+def test_a_wrong_marker_is_corrected_and_a_right_one_kept():
+    answer, sentences, _ = attribute(
+        "Who wrote Dune?", "Dune was written by Frank Herbert [3]. It won the Hugo Award in 1966 [2].", STRIPS)
+    assert answer == "Dune was written by Frank Herbert [1]. It won the Hugo Award in 1966 [2]."
+    assert [s.by for s in sentences] == ["attribution", "model"]
+
+
+def test_of_two_markers_only_the_supporting_one_stays():
+    answer, sentences, citations = attribute("Who wrote Dune?", "Frank Herbert wrote Dune [1][3].", STRIPS)
+    assert answer == "Frank Herbert wrote Dune [1]."
+    assert sentences[0].cited == [1] and sentences[0].by == "attribution"
+    assert [c.number for c in citations] == [1]
+
+
+def test_a_sentence_no_strip_supports_cites_nothing_and_is_marked():
+    answer, sentences, citations = attribute(
+        "Who wrote Dune?", "Dune was written by Frank Herbert [1]. It was filmed by Denis Villeneuve in 2021 [2].", STRIPS)
+    assert answer == "Dune was written by Frank Herbert [1]. It was filmed by Denis Villeneuve in 2021."
+    assert [(s.supported, s.by, s.cited) for s in sentences] == [(True, "model", [1]), (False, "none", [])]
+    assert [(c.number, c.sentences) for c in citations] == [(1, [0])]
+
+
+def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before():
+    assert answer_sentences("Herbert wrote it. [1] It won the Hugo. [2]") == ["Herbert wrote it [1].", "It won the Hugo [2]."]
+
+
+@pytest.mark.parametrize("answer", ["I don't know.", ""])
+def test_an_abstention_cites_nothing(answer):
+    assert attribute("Who wrote Dune?", answer, STRIPS) == (answer, [], [])
+
+
+def test_with_no_strips_the_answer_is_unchanged():
+    assert attribute("Who wrote Dune?", "Frank Herbert [1].", []) == ("Frank Herbert [1].", [], [])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Paris is the capital.[3] It has 2 million people[citation needed].",
+     "Paris is the capital. It has 2 million people."),
+    ("Mozart was born in Salzburg[1][2] in 1756.[a]", "Mozart was born in Salzburg in 1756."),
+    ("the river [note 4] and its delta [when?] flood", "the river and its delta flood"),
+    ("as cited.[12]: 34 Next", "as cited. Next"),
+    # not footnotes: code indices and Markdown links keep their brackets
+    ("kubectl get pods -o jsonpath='{.items[0].metadata.name}'", "kubectl get pods -o jsonpath='{.items[0].metadata.name}'"),
+    ("see [the docs](https://kubernetes.io) first", "see [the docs](https://kubernetes.io) first"),
+])
+def test_footnote_markers_are_removed(text, expected):
+    assert without_footnotes(text) == expected
+
+
+def test_footnote_markers_never_reach_a_strip():
+    # the offline web snapshot's Wikipedia pages carry footnotes on 955 lines
+    strip = Strip("https://en.wikipedia.org/wiki/Dune", 0, "Dune won the Hugo Award.[54][55]")
+    assert strip.text == "Dune won the Hugo Award."
+    answer, _, citations = attribute("What did Dune win?", "Dune won the Hugo Award.", [strip])
+    assert answer == "Dune won the Hugo Award [1]." and "[54]" not in citations[0].text
+
+
+def _sentence(text, cited, supported=True):
+    from program.types import AnswerSentence
+    return AnswerSentence(text, cited, supported, "model")
+
+
+def test_citation_recall_counts_the_sentences_their_citations_support():
+    sentences = [_sentence("Dune was written by Frank Herbert.", [1]),
+                 _sentence("It was filmed by Denis Villeneuve in 2021.", [], False)]
+    assert citation_quality("Who wrote Dune?", sentences, STRIPS) == (0.5, 1.0)
+
+
+def test_citation_precision_counts_an_unneeded_citation_and_an_unsupported_ones():
+    needless = [_sentence("Dune was written by Frank Herbert.", [1, 3])]  # [3] is about Arrakis
+    assert citation_quality("Who wrote Dune?", needless, STRIPS) == (1.0, 0.5)
+    wrong = [_sentence("Dune was written by Frank Herbert.", [3])]
+    assert citation_quality("Who wrote Dune?", wrong, STRIPS) == (0.0, 0.0)
+    assert citation_quality("Who wrote Dune?", [], STRIPS) == (None, None)
