@@ -205,7 +205,7 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     assert by[("langgraph", "q3")]["answer"] == "Acme Rockets was founded by Jane Roe [2]."
     assert (lg["median_lm_calls"], rag["median_lm_calls"]) == (4, 1)
     assert [x["step"] for x in _csv(out / "steps.csv") if x["mode"] == "langgraph" and x["id"] == "q1"] == \
-        ["retrieve", "grade", "rewrite", "web-search", "generate"]
+        ["retrieve", "grade", "rewrite", "web-search", "generate", "cite"]
     assert lg["steps"]["grade"] == pytest.approx(
         {**lg["steps"]["grade"], "ran": 4, "mean_lm_calls": (2 + 2 + 2 + 1) / 4})
     printed = capsys.readouterr().out

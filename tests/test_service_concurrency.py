@@ -34,7 +34,7 @@ def test_twenty_questions_at_once_each_get_their_own_answer_and_trace(service, s
         assert result["answer"] == "Acme Rockets was founded by Jane Roe [1]."
         steps = {s["step"]: s["lm_calls"] for s in result["trace"]["steps"]}
         # its own LM calls only: one grade, three strip grades, one generation
-        assert steps == {"retrieve": 0, "evaluate": 1, "refine-internal": 3, "generate": 1, "self-check": 0}
+        assert steps == {"retrieve": 0, "evaluate": 1, "refine-internal": 3, "generate": 1, "self-check": 0, "cite": 0}
         assert result["trace"]["lm_calls"] == 5
         if events:
             assert {e["request"] for _, e in events} == {events[0][1]["request"]}
