@@ -78,7 +78,8 @@ SPECS = [
     PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy, extra_labeled=2),
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
     PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
-    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_and_grounding_metric),
+    # Rewards the model's own [n] markers (the citations issue): labeled demos cite (pm.cited_answer).
+    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric),
     # Compiled into the state although the default program leaves the decider off, so that
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
     PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, extra_labeled=2),
@@ -133,6 +134,8 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
     if kind == "rewrite":  # RewriteQuery reads the knowledge base's terms nearest to the question
         return pm.with_candidate_terms(sample_rows(adversarial.load_examples(kind, split), rows),
                                        pm.adversarial_knowledge_base())
+    if kind == "answers":  # contexts as the program's strips (no footnotes); labels as cited answers
+        return pm.with_cited_answers(sample_rows(adversarial.load_examples(kind, split), rows))
     if kind != "strips":
         return sample_rows(adversarial.load_examples(kind, split), rows)
     return [
@@ -285,11 +288,18 @@ def help_centre_lm_thresholds(judges, grader, kb, lm, saved: dict | None, only: 
     return help_centre_thresholds(grader, kb)
 
 
-def data_hash() -> str:
-    """sha256 (16 hex digits) of the labeled files and the knowledge base they refer to."""
+def data_hash(root: str | Path | None = None) -> str:
+    """sha256 (16 hex digits) of the labeled rows the compile reads (train and dev; test rows,
+    kept for final figures, are never read, so adding some does not outdate a compile) and
+    of the knowledge base they refer to. ``root``: the labeled set's folder (default: the
+    adversarial set's), its knowledge base in ``root/kb``."""
     digest = hashlib.sha256()
-    root = Path(adversarial.__file__).parent
-    for path in sorted(root.glob("*.jsonl")) + sorted(Path(adversarial.KB_DIR).rglob("*.md")):
+    root = Path(root or adversarial.DATA_DIR)
+    for path in sorted(root.glob("*.jsonl")):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        read = "".join(line for line in lines if not line.strip() or json.loads(line).get("split") != "test")
+        digest.update(path.relative_to(root).as_posix().encode() + read.encode("utf-8"))
+    for path in sorted((root / "kb").rglob("*.md")):
         digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -408,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if spec.kind == "rewrite":
             spec = replace(spec, metric=pm.rewrite_metric_for(kb))
+        if spec.kind == "answers":  # citations judged by the support judge the program cites with
+            spec = replace(spec, metric=pm.answer_citation_metric_for(judges))
         keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
         lm_rows[spec.kind] = metrics[spec.kind].pop("_rows")
         predictors[spec.path].demos = keep.demos

@@ -9,12 +9,17 @@ import functools
 import re
 from pathlib import PurePath
 
+from program.attribution import answer_sentences, citation_quality
 from program.evaluator import score_grade
+from program.generation import cited_numbers
 from program.refine import score_span
-from program.selfcheck import RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support, lexical_support
-from program.text import coverage
+from program.selfcheck import (RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support, lexical_support,
+                               strip_citations)
+from program.text import coverage, without_footnotes
+from program.types import AnswerSentence, Strip
 
 _CITATION = re.compile(r"\[\d+\]")
+_NUMBERED = re.compile(r"^\[(\d+)\]\s*")
 
 
 def grade_band(score: float, upper: float = 0.6, lower: float = 0.2) -> str:
@@ -79,11 +84,93 @@ def answer_grounded(example, pred, min_coverage: float = 0.6) -> bool:
     return coverage(answer, " ".join(example.context)) >= min_coverage
 
 
-def answer_and_grounding_metric(example, pred, trace=None) -> float:
-    """Generation: 1.0 correct and grounded, 0.5 correct but not grounded in the context, else 0."""
+def context_strips(example) -> list[Strip]:
+    """The example's numbered context (``["[1] text", ...]``) as strips, ``[1]`` first."""
+    return [Strip(f"context-{i}", 0, _NUMBERED.sub("", str(text), count=1))
+            for i, text in enumerate(example.context, start=1)]
+
+
+def written_citations(example, pred, judges=None) -> tuple[float | None, float | None]:
+    """ALCE's citation recall and precision (Gao et al. 2023 §2.3) of the ``[n]`` markers the
+    generator wrote itself, judged as the program's attribution judges them (``judges``: a
+    ``JudgeSet`` whose trained support judge scores; None: the word-overlap verdict). No LM
+    call, cheap enough for an optimizer. The program's attribution (``program.attribution``)
+    fixes missing or wrong markers at run time; this scores what the model did before that fix.
+
+    Returns:
+        ``(recall, precision)`` in [0, 1]; ``(None, None)`` for an abstention (it states
+        nothing); precision None when the answer cites nothing (recall is then 0).
+    """
+    answer = str(getattr(pred, "answer", "") or "")
+    if is_abstention(answer):
+        return None, None
+    strips = context_strips(example)
+    sentences = [AnswerSentence(strip_citations(s), cited_numbers(s, len(strips)))
+                 for s in answer_sentences(answer)]
+    return citation_quality(example.question, sentences, strips, judges)
+
+
+def answer_citation_metric(example, pred, trace=None, judges=None) -> float:
+    """Generation, with citations rewarded (the citations issue; ALCE §2.3).
+
+    0 for a wrong answer. A right one scores 0.5, plus 0.25 when grounded in the context
+    (``answer_grounded``) and 0.25 times its own markers' citation recall times precision
+    (``written_citations``; an answer citing nothing gets none of it). A right abstention
+    scores 1.0: it states nothing to cite. With the compile's demo threshold of 0.99 only
+    right, grounded answers whose every sentence cites a strip that supports it become demos.
+    ``judges``: as for ``written_citations`` (:func:`answer_citation_metric_for` binds them).
+    """
     if not answer_metric(example, pred, trace):
         return 0.0
-    return 1.0 if answer_grounded(example, pred) else 0.5
+    recall, precision = written_citations(example, pred, judges)
+    if recall is None:
+        return 1.0
+    cited = recall * (precision or 0.0)
+    return 0.5 + 0.25 * answer_grounded(example, pred) + 0.25 * cited
+
+
+def answer_citation_metric_for(judges):
+    """:func:`answer_citation_metric` with citations judged by ``judges`` (the trained judges
+    the compiled program cites with), as DSPy's optimizers call a metric: ``(example, pred, trace)``."""
+
+    def metric(example, pred, trace=None) -> float:
+        return answer_citation_metric(example, pred, trace, judges)
+
+    return metric
+
+
+def cited_answer(example) -> str:
+    """The labeled demo answer, citing the first strip that states a gold answer (or key fact)
+    with its ``[n]`` before the full stop. An encyclopedia item (PopQA's, ``source`` "popqa:…")
+    is answered by the entity, as PopQA's answers are: "Olaf Holtedahl [2]."; a help-centre
+    item by the strip's sentence that states it: "A session expires after 24 hours if the
+    customer does not pay [3].". "I don't know." for an item whose context does not answer
+    it, or when no strip states a gold answer."""
+    golds = [g for g in (list(example.gold_answers) + list(getattr(example, "key_facts", None) or [])) if g]
+    if any("don't know" in g.lower() for g in example.gold_answers):
+        return "I don't know."
+    entity = str(getattr(example, "source", "")).startswith("popqa")
+    for gold in golds:
+        for n, strip in enumerate(context_strips(example), start=1):
+            for sentence in evidence_sentences(strip.text):
+                found = re.search(rf"\w*{re.escape(gold)}\w*", sentence, re.I)
+                if found:
+                    return f"{found.group(0) if entity else sentence.rstrip(' .')} [{n}]."
+    return "I don't know."
+
+
+def with_cited_answers(examples: list) -> list:
+    """The answer examples as the program sees them and as a cited demo shows them: each
+    context strip without its source's footnote markers (``without_footnotes``: a "[1]" left
+    in a strip reads as a citation), and ``answer`` set to :func:`cited_answer`, so that a
+    labeled demo teaches the ``[n]`` markers."""
+    out = []
+    for example in examples:
+        context = [f"[{i}] {without_footnotes(_NUMBERED.sub('', str(c), count=1)).strip()}"
+                   for i, c in enumerate(example.context, start=1)]
+        updated = example.copy(context=context)
+        out.append(updated.copy(answer=cited_answer(updated)))
+    return out
 
 
 def doc_of(passage_id: str) -> str:
@@ -211,8 +298,12 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         out["primary"] = _mean(out.values())
         return out
     if kind == "answers":
+        cited = [written_citations(e, p) for e, p in preds_ok]
         return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
-                "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok)}
+                "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok),
+                "cited_share": _mean(p is not None for r, p in cited if r is not None),
+                "citation_recall": _mean(r for r, _ in cited if r is not None),
+                "citation_precision": _mean(p for _, p in cited if p is not None)}
     if kind == "support":
         # What the self-check decides (the better of the word-overlap and the quoted verdict),
         # the word-overlap verdict alone, and the best the self-check could do whatever one

@@ -122,6 +122,19 @@ def test_another_lm_or_data_set_is_not_comparable(tmp_path):
     assert compile_mod.dev_score(manifest) == 0.05
 
 
+def test_new_test_rows_do_not_outdate_a_compile_but_new_train_rows_do(tmp_path):
+    # the help centre's test split grew by 120 rows, and --only refused every saved compile
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "fees.md").write_text("# Fees\n\n2.7% per charge.\n")
+    rows = tmp_path / "queries.jsonl"
+    rows.write_text('{"id": "q1", "split": "train", "question": "Fee?"}\n')
+    before = compile_mod.data_hash(tmp_path)
+    rows.write_text(rows.read_text() + '{"id": "q2", "split": "test", "question": "Fee now?"}\n')
+    assert compile_mod.data_hash(tmp_path) == before
+    rows.write_text(rows.read_text() + '{"id": "q3", "split": "dev", "question": "Fee later?"}\n')
+    assert compile_mod.data_hash(tmp_path) != before
+
+
 def test_label_span_writes_a_strip_label_as_the_signatures_output():
     from program.refine import score_span
 

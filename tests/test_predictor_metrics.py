@@ -89,14 +89,39 @@ def test_the_adversarial_knowledge_base_offers_its_own_terms():
     assert len(terms) == 12 and "two-factor authentication" in [t.casefold() for t in terms]
 
 
-def test_answer_metric_rewards_grounded_correct_answers():
-    example = dspy.Example(question="Who founded Acme?", context=["[1] Acme was founded by Jane Roe in 1999."],
+def test_answer_metric_rewards_right_grounded_answers_that_cite_the_right_strip():
+    example = dspy.Example(question="Who founded Acme?", context=["[1] Acme sells anvils.", "[2] Acme was founded by Jane Roe in 1999."],
                            gold_answers=["Jane Roe"]).with_inputs("question", "context")
-    grounded = dspy.Prediction(answer="Acme was founded by Jane Roe [1].")
-    padded = dspy.Prediction(answer="Jane Roe, a famous Martian astronaut and painter, founded it.")
-    assert pm.answer_and_grounding_metric(example, grounded) == 1.0
-    assert pm.answer_and_grounding_metric(example, padded) == 0.5
-    assert pm.answer_and_grounding_metric(example, dspy.Prediction(answer="Elon Musk")) == 0.0
+    cited = dspy.Prediction(answer="Acme was founded by Jane Roe [2].")
+    uncited = dspy.Prediction(answer="Acme was founded by Jane Roe.")
+    miscited = dspy.Prediction(answer="Acme was founded by Jane Roe [1].")
+    padded = dspy.Prediction(answer="Jane Roe, a famous Martian astronaut and painter, founded it [2].")
+    assert pm.answer_citation_metric(example, cited) == 1.0
+    assert pm.answer_citation_metric(example, uncited) == 0.75  # right and grounded, cites nothing
+    assert pm.answer_citation_metric(example, miscited) == 0.75  # strip 1 does not say it
+    assert pm.written_citations(example, miscited) == (0.0, 0.0)
+    assert pm.answer_citation_metric(example, padded) < 0.75
+    assert pm.answer_citation_metric(example, dspy.Prediction(answer="Elon Musk [2].")) == 0.0
+
+
+def test_a_right_abstention_needs_no_citation():
+    example = dspy.Example(question="Who founded Acme?", context=["[1] Acme sells anvils."],
+                           gold_answers=["don't know"]).with_inputs("question", "context")
+    assert pm.answer_citation_metric(example, dspy.Prediction(answer="I don't know.")) == 1.0
+    assert pm.written_citations(example, dspy.Prediction(answer="I don't know.")) == (None, None)
+
+
+def test_labeled_answer_demos_cite_their_strip_and_lose_the_sources_footnotes():
+    # answer-001 of the adversarial set: Wikipedia's "[1] [2]" footnotes in the labeled context
+    from optimize import compile as compile_mod
+    train = compile_mod.labeled_examples("answers", "train")
+    first = next(e for e in train if e.id == "answer-001")
+    assert first.context[1].startswith("[2] He was born in Krisitania") and first.context[1].endswith("(1889–1980).")
+    assert first.context[0].endswith("University of Bergen.")
+    assert first.answer == "Olaf Holtedahl [2]."
+    assert pm.answer_citation_metric(first, dspy.Prediction(answer=first.answer)) == 1.0
+    unanswerable = next(e for e in train if e.case == "not-in-context")
+    assert unanswerable.answer == "I don't know."
 
 
 def support(claim, evidence, label):
