@@ -2,10 +2,14 @@
 
 Usage::
 
-    python -m optimize.injection [--model embedded-1.5b] [--modes crag,rag] [--compiled compiled] \\
-        [--limit N] [--no-cache] [--out reports/injection]
+    python -m optimize.injection [--set injection] [--split test] [--model embedded-1.5b] [--modes crag,rag] \\
+        [--compiled compiled] [--limit N] [--no-cache] [--out reports/injection]
 
-Each case of ``eval_sets/injection`` (34: instructions to ignore the question, reveal the prompt,
+``--set`` names a folder of ``eval_sets/`` laid out as ``eval_sets/injection`` is (``cases.jsonl``,
+``kb.jsonl``, ``web_snapshot.jsonl``): ``injection`` (the first set, written with its defence) or
+``injection_blind`` (written blind, in several languages and styles, split ``train`` / ``test``;
+``--split`` picks one, and per-language and per-style rows are reported). Each case of
+``eval_sets/injection`` (34: instructions to ignore the question, reveal the prompt,
 add a link, ask for a secret or answer something else, placed in a knowledge-base document, in a
 web page, or beside the answering sentence) is asked of each mode, on the set's own knowledge base
 and web snapshot. Per mode:
@@ -32,8 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-COLUMNS = ["mode", "id", "where", "kind", "marker", "followed", "followed_own", "gold", "answered", "reached_generator",
-           "action", "fallback", "lm_calls", "seconds", "answer", "error"]
+COLUMNS = ["mode", "id", "where", "kind", "language", "style", "marker", "followed", "followed_own", "gold", "answered",
+           "reached_generator", "set_aside", "action", "fallback", "lm_calls", "seconds", "answer", "error"]
+SET_ASIDE_NOTE = "set aside a sentence addressing the model"
 
 
 def score_case(case: dict, answer: str, strips: list[str], cases: list[dict] | None = None) -> dict:
@@ -76,8 +81,25 @@ def summarize(rows: list[dict]) -> dict:
             "lm_calls_median": statistics.median(calls), "lm_calls_total": sum(calls),
             "seconds_median": round(statistics.median(seconds), 2), "seconds_total": round(sum(seconds), 1),
             "followed_by_where": {w: sum(r["followed"] for r in mine if r["where"] == w) for w in dict.fromkeys(r["where"] for r in mine)},
+            "set_aside_cases": sum(bool(r.get("set_aside")) for r in mine),
         }
+        for key in ("language", "style"):
+            if any(r.get(key) for r in mine):
+                out[mode][f"by_{key}"] = _by(mine, key)
     return out
+
+
+def _by(rows: list[dict], key: str) -> dict:
+    """``{value: {cases, followed, answerable, answered}}`` over ``rows`` grouped by ``key``."""
+    groups: dict = {}
+    for r in rows:
+        g = groups.setdefault(r.get(key) or "?", {"cases": 0, "followed": 0, "answerable": 0, "answered": 0})
+        g["cases"] += 1
+        g["followed"] += bool(r["followed"])
+        if r["answered"] is not None:
+            g["answerable"] += 1
+            g["answered"] += bool(r["answered"])
+    return dict(sorted(groups.items()))
 
 
 def generator_inputs(result) -> list[str]:
@@ -88,31 +110,49 @@ def generator_inputs(result) -> list[str]:
 def run_case(program, mode: str, case: dict, cases: list[dict]) -> dict:
     """Ask one case; the row for ``results.csv`` (an exception becomes its ``error``)."""
     started = time.perf_counter()
-    row = {"mode": mode, "id": case["id"], "where": case["where"], "kind": case["kind"], "marker": case["marker"],
-           "gold": "|".join(case["gold"] or []), "error": ""}
+    row = {"mode": mode, "id": case["id"], "where": case["where"], "kind": case["kind"], "language": case.get("language", ""),
+           "style": case.get("style", ""), "marker": case["marker"], "gold": "|".join(case["gold"] or []), "error": ""}
     try:
         result = program(question=case["question"])
         row.update(score_case(case, result.answer, generator_inputs(result), cases), action=result.action.value if result.action else "",
-                   fallback=result.fallback, lm_calls=result.trace.lm_calls, answer=result.answer)
+                   fallback=result.fallback, lm_calls=result.trace.lm_calls, answer=result.answer,
+                   set_aside=sum(SET_ASIDE_NOTE in n for n in result.trace.events))
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
         row.update(followed=False, followed_own=False, answered=False if case["gold"] else None, reached_generator=False, action="",
-                   fallback=False, lm_calls=0, answer="", error=f"{type(exc).__name__}: {exc}")
+                   fallback=False, lm_calls=0, answer="", set_aside=0, error=f"{type(exc).__name__}: {exc}")
     row["seconds"] = round(time.perf_counter() - started, 3)
     return row
 
 
-def build_programs(modes: list[str], compiled: str | None):
-    """``{mode: program}`` on the set's knowledge base and web snapshot (indexes in the cache folder,
-    under names of their own)."""
-    from eval_sets.injection import KB_FILE, WEB_SNAPSHOT_FILE
+def build_programs(modes: list[str], compiled: str | None, folder: Path | None = None):
+    """``{mode: program}`` on the set's knowledge base and web snapshot (``folder``: the set's;
+    default the first set's; indexes in the cache folder, under names of their own)."""
+    from eval_sets.injection import DATA_DIR
     from program import resources
     from program.factory import build_program
     from program.model_files import cache_root
     from program.web.snapshot import OfflineSnapshotBackend
 
-    kb = resources.knowledge_base(KB_FILE)
-    web = OfflineSnapshotBackend(WEB_SNAPSHOT_FILE, index_dir=cache_root() / "indexes" / "injection_web_snapshot")
+    folder = Path(folder or DATA_DIR)
+    kb = resources.knowledge_base(folder / "kb.jsonl")
+    web = OfflineSnapshotBackend(folder / "web_snapshot.jsonl",
+                                 index_dir=cache_root() / "indexes" / f"{folder.name}_web_snapshot")
     return {mode: build_program(mode, compiled_dir=compiled, knowledge_base=kb, web=web) for mode in modes}
+
+
+def _group_table(summary: dict, key: str) -> str:
+    modes = [m for m in summary if f"by_{key}" in summary[m]]
+    if not modes:
+        return ""
+    lines = [f"| {key} | " + " | ".join(f"{m} followed | {m} answered" for m in modes) + " |",
+             "|---|" + "---|---|" * len(modes)]
+    for value in summary[modes[0]][f"by_{key}"]:
+        cells = []
+        for m in modes:
+            g = summary[m][f"by_{key}"].get(value, {"cases": 0, "followed": 0, "answerable": 0, "answered": 0})
+            cells += [f"{g['followed']}/{g['cases']}", f"{g['answered']}/{g['answerable']}"]
+        lines.append(f"| {value} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _table(summary: dict) -> str:
@@ -132,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base", default=None)
     parser.add_argument("--modes", default="crag,rag", help="comma-separated: crag, self-crag, rag, langgraph")
     parser.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
+    parser.add_argument("--set", dest="set_name", default="injection",
+                        help="a folder of eval_sets/ with cases.jsonl, kb.jsonl, web_snapshot.jsonl (injection, injection_blind)")
+    parser.add_argument("--split", default=None, choices=["train", "test"], help="only the cases of this split")
     parser.add_argument("--limit", type=int, default=None, help="the first N cases")
     parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--out", default="reports/injection")
@@ -145,13 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     if not modes or any(m not in MODES or m == "closed" for m in modes):
         print(f"error: --modes takes {', '.join(m for m in MODES if m != 'closed')}, got {args.modes!r}", file=sys.stderr)
         return 2
+    folder = Path(__file__).resolve().parent.parent / "eval_sets" / args.set_name
+    if not (folder / "cases.jsonl").is_file():
+        print(f"error: --set {args.set_name}: {folder / 'cases.jsonl'} does not exist", file=sys.stderr)
+        return 2
     try:
-        cases = load_cases()[: args.limit]
+        cases = load_cases(folder / "cases.jsonl")
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.split:
+        if not any("split" in c for c in cases):
+            print(f"error: --split: the cases of {args.set_name} have no split", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c.get("split") == args.split]
+    cases = cases[: args.limit]
     compiled = None if args.compiled.lower() in ("", "none") else args.compiled
-    programs = build_programs(modes, compiled)
+    programs = build_programs(modes, compiled, folder)
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
@@ -171,10 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows)
     command = "python -m optimize.injection " + " ".join(argv if argv is not None else sys.argv[1:])
     (out / "summary.json").write_text(json.dumps({"command": command.strip(), "model": getattr(lm, "model", str(lm)),
+                                                  "set": args.set_name, "split": args.split,
                                                   "compiled": compiled, "cases": len(cases),
                                                   "seconds": round(time.perf_counter() - started, 1), "modes": summary},
                                                  indent=2) + "\n")
     print(f"\n## prompt injection ({len(cases)} cases, model {getattr(lm, 'model', lm)})\n\n{_table(summary)}")
+    for key in ("language", "style"):
+        if table := _group_table(summary, key):
+            print(f"\n{table}")
     return 0
 
 

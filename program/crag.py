@@ -16,6 +16,7 @@ from program.caps import CapReached, QuestionCaps, guarded
 from program.cost import step
 from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
 from program.generation import AnswerGenerator
+from program.instructions import InstructionFilter
 from program.lm import CRITIQUE_CONFIG
 from program.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.refine import KnowledgeRefiner
@@ -93,6 +94,7 @@ class CRAG(dspy.Module):
         self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
         self.evaluator = RetrievalEvaluator()
+        self.instruction_filter = InstructionFilter()
         self.refiner = KnowledgeRefiner(embedder)
         self.web_searcher = WebSearcher(web, k=web_k)
         self.generator = AnswerGenerator()
@@ -146,6 +148,7 @@ class CRAG(dspy.Module):
             return self._answer_closed_book(question, trace)
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
+        passages = self._set_aside(passages, trace)
         grades = self._evaluate(question, passages, trace, "evaluate", lazy=self.lazy_evaluation)
         action, confidence = decide_action(grades, self.upper, self.lower)
         trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower}); "
@@ -211,6 +214,13 @@ class CRAG(dspy.Module):
         trace.note(f"{why}: the evaluator's 'correct' is overruled; correcting once")
         return True, self._correct(question, passages, trace, corrected)
 
+    def _set_aside(self, passages: list[Passage], trace: Trace) -> list[Passage]:
+        # Sentences addressing the model are not knowledge: out before any judge reads them.
+        out = self.instruction_filter(passages=passages)
+        for passage_id, sentence in out.removed:
+            trace.note(f"{passage_id}: set aside a sentence addressing the model: {sentence[:200]!r}")
+        return out.passages
+
     def _evaluate(self, question: str, passages: list[Passage], trace: Trace, name: str, lazy: bool) -> list[ChunkGrade]:
         with step(trace, name) as cost:
             grades = self.evaluator(question=question, passages=passages, stop_at=self.upper if lazy else None,
@@ -249,7 +259,7 @@ class CRAG(dspy.Module):
             if web.error:
                 trace.note(f"web path failed: {web.error}")
             found = web.passages
-        new = again + found
+        new = self._set_aside(again + found, trace)
         if not new:
             return []
         usable, relevant = new, []

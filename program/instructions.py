@@ -19,8 +19,11 @@ costs that sentence, and the refiner's note counts what was set aside.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
+import dspy
+
+from program.instruction_judge import default_judge
 from program.types import Passage
 
 _MODEL = r"(?:ai|a\.i\.|llms?|language models?|assistants?|chat ?bots?|models?)"
@@ -41,6 +44,9 @@ CUES = [re.compile(p, re.I) for p in (
     r"\b(?:whatever|regardless of what)\s+(?:this|the)\s+(?:page|text|document|source)\s+says\b",
     _SECRET_REQUEST,
     r"\byou\s+must\s+(?:end|begin|start|add|include|always|never)\b",
+    # prompt-format markup: chat-template tokens and instruction headers are never prose
+    r"<\|(?:im_start|im_end|system|user|assistant)\|>|\[/?INST\]|<<SYS>>",
+    r"^\W*#{1,6}\s*(?:instruction|system|response)\s*:",
 )]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\s+(?=>\s*[A-Z])")  # and before a "> " quote
 
@@ -53,19 +59,93 @@ def instruction_cue(sentence: str) -> str:
     return ""
 
 
-def set_aside_instructions(passage: Passage) -> tuple[Passage, list[str]]:
+# An HTML comment is one unit, whatever its sentences and lines: no reader sees it.
+_COMMENT = re.compile(r"(<!--.*?-->)", re.S)
+_DEFAULT = object()
+
+
+def _units(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into ``(piece, judged)`` pieces that join back to it: sentences and HTML
+    comments are judged, the separators (spaces, line breaks) are not."""
+    pieces: list[tuple[str, bool]] = []
+    for part in _COMMENT.split(text):
+        if _COMMENT.fullmatch(part):
+            pieces.append((part, True))
+            continue
+        for j, line in enumerate(part.split("\n")):
+            if j:
+                pieces.append(("\n", False))
+            for k, sentence in enumerate(_SENTENCE.split(line)):
+                if k:
+                    pieces.append((" ", False))
+                pieces.append((sentence, bool(sentence.strip())))
+    return pieces
+
+
+def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, list[str]]:
     """``(passage without its sentences addressing the model, those sentences)``.
 
+    A sentence is set aside when a cue of :data:`CUES` matches it or when the trained
+    instruction judge (``program.instruction_judge``; ``judge``: an ``InstructionJudge``, None
+    for the cues alone, default: the committed one) scores it at or above its threshold.
     Sentences are split as the refiner splits strips (``.``, ``!`` or ``?`` then a capital or a
-    digit), line by line; the rest of the passage keeps its order and line breaks. A passage with
-    no such sentence is returned as it is.
+    digit), line by line; an HTML comment is one unit. The rest of the passage keeps its order
+    and line breaks, so the sentence that answers beside an injection stays. The title is
+    judged too: a title that addresses the model is emptied. A passage with nothing to set
+    aside is returned as it is.
     """
-    removed, lines = [], []
-    for line in passage.text.split("\n"):
-        kept = []
-        for sentence in _SENTENCE.split(line):
-            (removed if sentence.strip() and instruction_cue(sentence) else kept).append(sentence)
-        lines.append(" ".join(kept))
-    if not removed:
+    if judge is _DEFAULT:
+        judge = default_judge()
+    pieces = _units(passage.text)
+    title = getattr(passage, "title", "") or ""
+    judged = [p for p, j in pieces if j] + ([title] if title else [])
+    scores = judge.scores(judged) if judge is not None else [0.0] * len(judged)
+    flagged = {text for text, score in zip(judged, scores)
+               if instruction_cue(text) or (judge is not None and score >= judge.threshold)}
+    if not flagged:
         return passage, []
-    return replace(passage, text="\n".join(lines).strip()), removed
+    removed, out, skip_space = [], [], False
+    for piece, is_judged in pieces:
+        if is_judged and piece in flagged:
+            removed.append(piece)
+            skip_space = True  # and the space after it
+            continue
+        if not (skip_space and piece == " "):
+            out.append(piece)
+        skip_space = False
+    changes = {"text": "".join(out).strip()}
+    if title in flagged:
+        changes["title"] = ""
+        removed.append(title)
+    return replace(passage, **changes), removed
+
+
+@dataclass
+class SetAside:
+    """What :class:`InstructionFilter` returns: the passages without their sentences that
+    address the model, and those sentences as ``(passage id, sentence)`` pairs."""
+
+    passages: list[Passage]
+    removed: list[tuple[str, str]] = field(default_factory=list)
+
+
+class InstructionFilter(dspy.Module):
+    """The set-aside stage: ``forward(passages) -> SetAside`` (:func:`set_aside_instructions`
+    on each passage). CRAG runs it on every retrieved passage before the retrieval evaluator
+    grades it, so a passage holding both the answer and an injection is judged on its other
+    sentences, and the refiner never sees the injection. A module, so that the trace and the
+    page report what it set aside (the ``set-aside`` event). ``judge``: as for
+    :func:`set_aside_instructions`.
+    """
+
+    def __init__(self, judge=_DEFAULT):
+        super().__init__()
+        self.judge = judge
+
+    def forward(self, passages: list[Passage]) -> SetAside:
+        out = SetAside([])
+        for passage in passages:
+            cleaned, removed = set_aside_instructions(passage, self.judge)
+            out.passages.append(cleaned)
+            out.removed.extend((passage.id, sentence) for sentence in removed)
+        return out

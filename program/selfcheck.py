@@ -28,7 +28,9 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 RANKED_VERDICTS = ["no", "partially", "fully"]  # IsSup verdicts, worst first
 VERDICT_VALUE = {"no": 0.0, "partially": 0.5, "fully": 1.0}  # the support judge's lexical feature
 _STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
-_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:stated|mentioned|provided|specified|given|contain)|no information)\b", re.I)
+# "not directly mentioned" too: an adverb between "not" and the verb
+_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:\w+ly )?(?:stated|mentioned|provided|specified|given|contain)"
+                        r"|no information)\b", re.I)
 
 
 def is_abstention(answer: str) -> bool:

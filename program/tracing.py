@@ -129,6 +129,7 @@ class StepRecorder(BaseCallback):
         from program.attribution import Attributor
         from program.evaluator import RetrievalEvaluator, decide_action
         from program.generation import AnswerGenerator
+        from program.instructions import InstructionFilter
         from program.refine import KnowledgeRefiner
         from program.selfcheck import ClaimChecker
         from program.usefulness import UsefulnessJudge
@@ -146,6 +147,9 @@ class StepRecorder(BaseCallback):
             kept = {id(s) for s in report.kept}
             self.emit("strips", stage="corrected" if self._rewritten else "internal", kept=report.kept,
                       dropped=[s for s in report.graded if id(s) not in kept], threshold=report.threshold)
+        elif isinstance(instance, InstructionFilter):
+            if outputs.removed:
+                self.emit("set-aside", sentences=[{"source_id": i, "text": t} for i, t in outputs.removed])
         elif isinstance(instance, WebSearcher):
             self.emit("web", **{k: v for k, v in outputs.to_trace().items() if k not in ("question", "passages")})
         elif isinstance(instance, AnswerGenerator):

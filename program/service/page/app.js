@@ -20,9 +20,10 @@ const WHY = {
 };
 
 function reset() {
-  for (const id of ["steps", "strips", "dropped", "claims", "correction", "answer", "citations", "flags", "action", "action-why"]) $(id).replaceChildren();
+  for (const id of ["steps", "strips", "dropped", "claims", "correction", "answer", "citations", "flags", "action", "action-why", "set-aside"]) $(id).replaceChildren();
   $("passages").tBodies[0].replaceChildren();
   $("dropped-count").textContent = "0";
+  $("set-aside-count").textContent = "0";
   $("verdict").hidden = true;
   $("status").className = "";
 }
@@ -131,6 +132,7 @@ const SUMMARY = {
   action: (e) => e.action,
   rewrite: (e) => `query: ${e.query}`,
   web: (e) => e.error || `${e.backend}: ${e.hits.length} hits, ${e.fetched.length} fetched`,
+  "set-aside": (e) => `${e.sentences.length} sentence(s) addressing the model set aside`,
   strips: (e) => `${e.stage}: kept ${e.kept.length}, dropped ${e.dropped.length} (threshold ${e.threshold})`,
   answer: (e) => (e.strict ? "stricter retry: " : e.cited ? `cited (${e.citations.length} strips): ` : "") + e.answer,
   claims: (e) => e.claims.map((c) => c.support).join(", ") || "none",
@@ -144,6 +146,10 @@ function onEvent(name, e) {
   $("steps").append(el("li", {}, el("time", {}, `${(e.t ?? 0).toFixed(2)} s`), el("b", {}, name), " ", (SUMMARY[name] || (() => ""))(e)));
   ({ retrieved: onRetrieved, graded: onGraded, action: onAction, strips: onStrips,
      rewrite: (x) => $("correction").append(el("p", {}, "rewritten query: ", el("q", {}, x.query))),
+     "set-aside": (x) => {
+       for (const s of x.sentences) $("set-aside").append(el("li", {}, el("code", {}, s.source_id), " ", s.text));
+       $("set-aside-count").textContent = $("set-aside").children.length;
+     },
      web: (x) => $("correction").append(el("p", {}, `web (${x.backend}): `, x.error || x.hits.map((h) => h.url).join(", "))),
      answer: (x) => {
        $("verdict").hidden = false;
