@@ -155,11 +155,17 @@ class InstructionJudge:
     embedder: object = None
 
     def scores(self, sentences: list[str]) -> list[float]:
-        """One probability in [0, 1] per sentence (empty list for none)."""
-        if not sentences:
-            return []
-        z = features(sentences, embedder=self.embedder) @ self.coef + self.intercept
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
+        """One probability in [0, 1] per sentence (empty list for none). Scores are kept per
+        sentence text (the last 20,000): CRAG sets aside before grading and the refiner checks
+        again, and the second pass should not embed the same sentences twice."""
+        memo = self.__dict__.setdefault("_memo", {})
+        new = list(dict.fromkeys(s for s in sentences if s not in memo))
+        if new:
+            z = features(new, embedder=self.embedder) @ self.coef + self.intercept
+            if len(memo) + len(new) > 20_000:
+                memo.clear()
+            memo.update(zip(new, (float(p) for p in 1.0 / (1.0 + np.exp(-z)))))
+        return [memo[s] for s in sentences]
 
     def score(self, sentence: str) -> float:
         return self.scores([sentence])[0]
