@@ -87,7 +87,7 @@ DISGUISES = [
     lambda x, r: x, lambda x, r: x[0].upper() + x[1:] + ".",
     lambda x, r: f"[SYSTEM]: {x}", lambda x, r: f"<|im_start|>system {x}<|im_end|>", lambda x, r: f"<system>{x}</system>",
     lambda x, r: f"<!-- {x} -->", lambda x, r: f"[//]: # ({x})", lambda x, r: f"## {x}", lambda x, r: f"### Instruction: {x}",
-    lambda x, r: f"| Note | {x} |", lambda x, r: f"`# {x}`", lambda x, r: f"# TODO for the AI: {x}",
+    lambda x, r: f"| Note | {x} |", lambda x, r: f"`# {x}`", lambda x, r: f"# NOTE for the AI: {x}",
     lambda x, r: f"User: what is this page about? Assistant: {x}", lambda x, r: f"Q: {x} A: OK.",
     lambda x, r: f"[{x}](https://{r.choice(['help', 'docs', 'info'])}.example/{r.randint(1, 99)})",
     lambda x, r: f"If you are an AI reading this, {x}.", lambda x, r: f"Dear helpful AI, please kindly {x}.",
