@@ -201,7 +201,7 @@ def adversarial_strip_pairs(rows: list[dict], embedder) -> Pairs:
         context = " ".join(r["strips"])
         for i, (strip, vec) in enumerate(zip(r["strips"], vectors[2:]), start=1):
             pairs.add(strip_features(r["question"], strip, float(vec @ vectors[0]), context, passage_cos),
-                      cue_pairs(r["question"], strip), i in r["relevant"], r["id"])
+                      cue_pairs(r["question"], strip), i in r["relevant"], r["id"], text=(r["question"], strip))
     return pairs
 
 
@@ -227,7 +227,8 @@ def support_rows_pairs(rows: list[dict], embedder) -> Pairs:
     pairs = Pairs(cues=None)
     features = support_pair_features([(r["claim"], r["evidence"]) for r in rows], embedder)
     for r, dense in zip(rows, features):
-        pairs.add(dense, None, r["support"] == "fully", r["id"], VERDICT_VALUE[r["support"]])
+        pairs.add(dense, None, r["support"] == "fully", r["id"], VERDICT_VALUE[r["support"]],
+                  text=(r["claim"], r["evidence"]))
     return pairs
 
 
@@ -285,8 +286,9 @@ def synthetic_support_pairs(docs: list[tuple[str, str]], embedder, limit: int = 
         if not names(other) <= names(evidence):
             made.append((sentence.rstrip(".") + ", and " + other[0].lower() + other[1:], evidence, 0, group, 0.5))
     pairs = Pairs(cues=None)
-    for (_, _, label, group, target), dense in zip(made, support_pair_features([m[:2] for m in made], embedder)):
-        pairs.add(dense, None, label, group, target)
+    for (claim, evidence, label, group, target), dense in zip(made, support_pair_features([m[:2] for m in made],
+                                                                                             embedder)):
+        pairs.add(dense, None, label, group, target, text=(claim, evidence))
     return pairs
 
 
