@@ -1,10 +1,16 @@
 """The web path never reaches an internal address: DNS names that resolve to one, numeric host
-spellings of one, and redirects into either, through the fetcher and through the web path."""
+spellings of one, and redirects into either, through the fetcher and through the web path; and a name that answers
+differently once checked (DNS rebinding) is still fetched from the address that was checked."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
+import ipaddress
 import re
 import socket
+import threading
 from urllib.parse import quote
 
 import pytest
@@ -91,3 +97,81 @@ def test_the_web_path_keeps_the_snippet_and_reports_the_refusal(web_config, fake
     assert failure["url"] == "http://intranet.corp.test/wiki/acme" and failure["snippet_used"] is True
     assert failure["error"].startswith("refused 'http://intranet.corp.test/wiki/acme': intranet.corp.test resolves to "
                                        "the internal address 10.20.30.40")
+
+
+class _Page(http.server.BaseHTTPRequestHandler):
+    """Serves one HTML page naming the server (``server.label``) and records each request's Host."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.server.hosts.append(self.headers["Host"])
+        body = f"<html><body><main><p>{self.server.label}: the page's text.</p></main></body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def _serving(address, port, label, tls=None):
+    server = http.server.ThreadingHTTPServer((address, port), _Page)
+    server.label, server.hosts = label, []
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_name_rebound_after_the_check_is_fetched_from_the_checked_address(monkeypatch, web_config):
+    # DNS rebinding: the name answers an allowed address to the check, an internal one afterwards.
+    # 127.0.0.1 is allowed (web_config), 127.0.0.2 stands for the internal service; same port.
+    with _serving("127.0.0.1", 0, "public") as public:
+        port = public.server_address[1]
+        with _serving("127.0.0.2", port, "internal") as internal:
+            real = socket.getaddrinfo
+
+            def answering(address):
+                def lookup(host, port, *args, **kwargs):
+                    if host != "rebind.test":
+                        return real(host, port, *args, **kwargs)
+                    return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+                return lookup
+
+            # the check's lookups see the allowed address; any later lookup (urllib3's) the internal one
+            monkeypatch.setattr(socket, "getaddrinfo", answering("127.0.0.2"))
+            page = PageFetcher(web_config, resolver=answering("127.0.0.1")).fetch(f"http://rebind.test:{port}/page")
+    assert page.text == "public: the page's text."
+    assert internal.hosts == [] and public.hosts == [f"rebind.test:{port}"]  # the Host header keeps the name
+
+
+@pytest.mark.parametrize("certified, ok", [("pinned.test", True), ("other.test", False)])
+def test_https_to_the_checked_address_still_checks_the_certificate_against_the_name(certified, ok, web_config,
+                                                                                      tmp_path):
+    import ssl
+
+    import requests
+    import trustme
+
+    from program.web.transport import get_at, make_session
+
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(certified).configure_cert(context)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    with _serving("127.0.0.1", 0, "tls", tls=context) as server, make_session(web_config) as session:
+        url = f"https://pinned.test:{server.server_address[1]}/page"
+        get = functools.partial(get_at, session, web_config, url, ipaddress.ip_address("127.0.0.1"),
+                                timeout=5, verify=str(tmp_path / "ca.pem"))
+        if ok:
+            assert "tls: the page's text." in get().text
+        else:  # a certificate for another name is refused, though the address is the one checked
+            with pytest.raises(requests.exceptions.SSLError, match="pinned.test"):
+                get()

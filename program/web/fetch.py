@@ -4,7 +4,8 @@ transcribe the pages").
 Every fetch is bounded: connection and read timeouts, a total download time of four read
 timeouts, capped retries with back-off (``program.web.transport.make_session``), at most
 ``max_bytes`` read as a stream, at most ``max_redirects`` hops, each hop checked by
-``program.web.safety.check_url`` (and by the domain scope, when given) before it is requested.
+``program.web.safety.check_url`` (and by the domain scope, when given) before it is requested,
+and requested from the address that check vetted (``program.web.transport.get_at``).
 Only HTML and plain text are read; the declared charset is honoured. Pages are fetched in
 parallel by at most ``fetch_workers`` threads, and successful pages are cached on disk as
 extracted text for ``cache_ttl`` seconds.
@@ -30,8 +31,8 @@ import requests
 
 from program.web.config import WebConfig
 from program.web.extract import extract_main_text
-from program.web.safety import UnsafeURLError, check_url
-from program.web.transport import describe, is_timeout, make_session
+from program.web.safety import UnsafeURLError, check_url, checked_address
+from program.web.transport import describe, get_at, is_timeout, make_session
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
@@ -193,13 +194,15 @@ class PageFetcher:
         config, current = self.config, url
         for hop in range(config.max_redirects + 1):
             try:
-                check_url(current, config.allow_private, config.private_networks, self.resolver)
+                address = checked_address(current, config.allow_private, config.private_networks, self.resolver)
             except UnsafeURLError as exc:
                 raise FetchError(url, str(exc)) from exc
             if hop and self.scope is not None and not self.scope.allows(current):
                 raise FetchError(url, f"redirected out of the allowed sources to {current}")
             try:
-                response = session.get(current, stream=True, timeout=config.timeout, allow_redirects=False)
+                # to the address just checked, not to a second lookup of the name (DNS rebinding)
+                response = get_at(session, config, current, address, stream=True, timeout=config.timeout,
+                                  allow_redirects=False)
             except requests.RequestException as exc:
                 if is_timeout(exc):
                     raise FetchError(url, f"timed out (no answer within {config.read_timeout:g} s)") from exc

@@ -5,7 +5,10 @@ point the fetcher at the machine itself (``127.0.0.1``), the private network (``
 cloud metadata service (``169.254.169.254``). Every URL and every redirect hop is resolved
 with ``socket.getaddrinfo`` and refused when any of its addresses is not globally routable:
 loopback, private, link-local, shared (CGNAT), reserved, multicast, unspecified, or an IPv6
-address mapping one of those. The check is made right before each request.
+address mapping one of those. The check is made right before each request, and the request
+then connects to the address that was checked (``checked_address``), never to a second lookup of
+the name: a DNS server answering a public address to the check and an internal one to the
+connection (DNS rebinding) reaches nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +58,17 @@ def check_url(url: str, allow_private: bool = False, private_networks=(), resolv
         UnsafeURLError: the scheme is not http or https, there is no host, the host does not
             resolve, or one of its addresses is internal and not allowed.
     """
+    checked_address(url, allow_private, private_networks, resolver)
+    return url
+
+
+def checked_address(url: str, allow_private: bool = False, private_networks=(),
+                    resolver=socket.getaddrinfo) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address to connect to for ``url``: the first one its host resolved to, all of them checked.
+
+    Same arguments and errors as ``check_url``. Returns None when ``allow_private`` is set (no
+    address was checked, so there is nothing to hold the connection to).
+    """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
@@ -63,14 +77,17 @@ def check_url(url: str, allow_private: bool = False, private_networks=(), resolv
     if not host:
         raise UnsafeURLError(f"refused {url!r}: no host")
     if allow_private:
-        return url
+        return None
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError as exc:
         raise UnsafeURLError(f"refused {url!r}: bad port") from exc
     allowed = [ipaddress.ip_network(n, strict=False) for n in private_networks]
-    for ip in resolve(host, port, resolver):
+    addresses = resolve(host, port, resolver)
+    for ip in addresses:
         if _is_internal(ip) and not any(ip in net for net in allowed if ip.version == net.version):
             raise UnsafeURLError(f"refused {url!r}: {host} resolves to the internal address {ip} "
                                  "(allow it with --allow-private-urls or WebConfig(allow_private=True))")
-    return url
+    if not addresses:
+        raise UnsafeURLError(f"cannot resolve host {host!r}: no address")
+    return addresses[0]

@@ -5,6 +5,9 @@ Retries are urllib3's ``Retry`` on an ``HTTPAdapter``: connection errors, read t
 HTTP 429/500/502/503/504 are retried ``config.retries`` times with exponential back-off
 (``config.backoff * 2**(n-1)`` seconds, at most 10 s; a server's Retry-After is not obeyed, so a
 search never sleeps longer than that).
+
+``get_at`` fetches a URL from the address the safety check vetted (``PinnedAdapter``), so that no
+second DNS lookup decides where the connection goes.
 """
 
 from __future__ import annotations
@@ -24,20 +27,63 @@ from program.web.config import WebConfig
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
-def make_session(config: WebConfig) -> requests.Session:
-    """A ``requests.Session`` with capped retries and back-off, the configured User-Agent and redirect cap."""
+def _adapter(config: WebConfig, cls: type[HTTPAdapter] = HTTPAdapter, **kwargs) -> HTTPAdapter:
     retry = Retry(total=config.retries, connect=config.retries, read=config.retries, status=config.retries,
                   other=0, backoff_factor=config.backoff, backoff_max=10.0,
                   status_forcelist=(429, 500, 502, 503, 504),
                   allowed_methods=frozenset({"GET", "HEAD", "POST"}),  # a search is idempotent
                   raise_on_status=False, respect_retry_after_header=False)
-    adapter = HTTPAdapter(max_retries=retry, pool_maxsize=max(4, config.fetch_workers))
+    return cls(max_retries=retry, pool_maxsize=max(4, config.fetch_workers), **kwargs)
+
+
+def make_session(config: WebConfig) -> requests.Session:
+    """A ``requests.Session`` with capped retries and back-off, the configured User-Agent and redirect cap."""
+    adapter = _adapter(config)
     session = requests.Session()
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers["User-Agent"] = config.user_agent
     session.max_redirects = config.max_redirects
     return session
+
+
+class PinnedAdapter(HTTPAdapter):
+    """An ``HTTPAdapter`` for URLs that name an IP address in place of ``hostname``: TLS still sends
+    ``hostname`` (SNI) and checks the certificate against it, not against the address."""
+
+    def __init__(self, hostname: str, **kwargs):
+        self.hostname = hostname  # read by init_poolmanager, which HTTPAdapter.__init__ calls
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args, **pool_kwargs):
+        # urllib3 drops both keywords for plain http
+        pool_kwargs.update(server_hostname=self.hostname, assert_hostname=self.hostname)
+        super().init_poolmanager(*args, **pool_kwargs)
+
+
+def get_at(session: requests.Session, config: WebConfig, url: str, address, **kwargs) -> requests.Response:
+    """GET ``url`` from the server at ``address`` (an ``ipaddress`` address), with no new DNS lookup.
+
+    The safety check resolved the URL's host and vetted every address; connecting by name would
+    resolve it again, and a DNS server may answer differently the second time (DNS rebinding).
+    So the request goes to the vetted address, with the URL's host in the Host header, the TLS
+    server name and the certificate check. ``address`` None (private addresses allowed, nothing
+    vetted): an ordinary GET. ``kwargs`` go to ``session.get``; its errors are requests' own.
+    """
+    if address is None:
+        return session.get(url, **kwargs)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    host = f"[{address}]" if address.version == 6 else str(address)
+    try:
+        name = parts.hostname.encode("idna").decode("ascii")
+    except UnicodeError:
+        name = parts.hostname
+    session.mount(f"{scheme}://{host}:{port}/", _adapter(config, PinnedAdapter, hostname=name))
+    direct = urlunsplit((scheme, f"{host}:{port}", parts.path or "/", parts.query, ""))
+    headers = {**kwargs.pop("headers", {}), "Host": parts.netloc.rsplit("@", 1)[-1]}
+    return session.get(direct, headers=headers, **kwargs)
 
 
 def short_url(url: str) -> str:
