@@ -12,6 +12,11 @@ import unicodedata
 
 MAX_QUESTION_CHARS = 2000
 _ALLOWED_CONTROLS = {"\t", "\n", "\r"}
+_CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # Cc without tab, newline, carriage return
+# The rules of ``validate_question`` as a regular expression, for the API's schema: a first and last
+# character that are neither space nor control, at most MAX_QUESTION_CHARS from one to the other,
+# no control character between them, any space around them.
+QUESTION_PATTERN = (rf"^\s*[^\s{_CONTROLS}](?:[^{_CONTROLS}]{{0,{MAX_QUESTION_CHARS - 2}}}[^\s{_CONTROLS}])?\s*$")
 
 
 class QuestionError(ValueError):

@@ -27,7 +27,8 @@ TOKENS_PER_WORD = 1.3
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
+# a sentence ends at . ! or ?, with the quotes and brackets that close it, before a space
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s+\S)")
 
 
 @dataclass
@@ -59,8 +60,14 @@ def count_tokens(text: str) -> int:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split on ``.``, ``!`` or ``?`` (plus closing quotes/brackets) followed by whitespace."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """Split after ``.``, ``!`` or ``?`` (and the quotes and brackets closing it) followed by
+    whitespace. Every character but the whitespace between sentences is kept."""
+    pieces, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        pieces.append(text[start:end.end()])
+        start = end.end()
+    pieces.append(text[start:])
+    return [s.strip() for s in pieces if s.strip()]
 
 
 def split_sections(text: str) -> list[tuple[str, list[str]]]:

@@ -18,7 +18,11 @@ from program.service.streaming import step_events
 from program.types import CRAGResult
 
 PAGE_DIR = Path(__file__).parent / "page"
-ERRORS = {status: {"model": ErrorBody} for status in (400, 413, 422, 499, 500, 502, 503, 504)}
+ERROR_STATUSES = (400, 413, 422, 499, 500, 502, 503, 504)
+ERRORS = {status: {"model": ErrorBody} for status in ERROR_STATUSES}
+# The stream's errors come before any event, as JSON: said so, or the schema would give them its media type.
+STREAM_ERRORS = {status: {"description": "Error", "content": {"application/json": {
+    "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for status in ERROR_STATUSES}
 
 
 def _runner(request: Request) -> QuestionRunner:
@@ -69,7 +73,7 @@ def create_app(runner: QuestionRunner, info: dict | None = None) -> FastAPI:
             if not task.done():
                 task.cancel()
 
-    @app.post("/ask/stream", response_class=EventSourceResponse, responses=ERRORS,
+    @app.post("/ask/stream", response_class=EventSourceResponse, responses=STREAM_ERRORS,
               summary="Answer a question, streaming one event per step")
     async def ask_stream(body: Annotated[AskRequest, Depends(admitted)]):
         """Server-sent events: question, retrieved, graded, action, rewrite, web, strips, answer,

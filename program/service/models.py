@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from program.question import MAX_QUESTION_CHARS, validate_question
+from program.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, validate_question
 from program.web.config import BACKEND_NAMES
 
 MAX_K = 20
@@ -22,8 +22,11 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid",
                               json_schema_extra={"examples": [{"question": "What is Herlyn Espinal's occupation?"}]})
 
-    question: str = Field(description=f"the question; not empty, at most {MAX_QUESTION_CHARS} characters once stripped",
-                          max_length=4 * MAX_QUESTION_CHARS)
+    question: str = Field(description=f"the question; not empty, at most {MAX_QUESTION_CHARS} characters once stripped, "
+                                      "no control character but tab and line breaks",
+                          max_length=4 * MAX_QUESTION_CHARS,
+                          # documents validate_question's rules; validate_question enforces them
+                          json_schema_extra={"pattern": QUESTION_PATTERN})
     k: int | None = Field(None, ge=1, le=MAX_K, description="passages retrieved and graded")
     web: Literal[BACKEND_NAMES] | None = Field(None, description="web backend for the corrective path; 'none' for no web")
     decide_retrieval: bool | None = Field(None, description="first ask whether the question needs sources at all")
