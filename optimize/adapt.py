@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from program.atomic import write_atomic
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.store import corpus_key
@@ -134,10 +135,7 @@ def labeled_sources(leave_out, embedder, log=print) -> list:
             sources.append(domain_source(name, resources.knowledge_base(d.kb_dir), embedder))
     sources = [s.detached() for s in sources]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{id(sources)}")
-    with open(tmp, "wb") as f:
-        pickle.dump(sources, f)
-    tmp.replace(path)  # atomic: a kill leaves no half-written cache
+    write_atomic(path, pickle.dumps(sources))  # a kill leaves no half-written cache
     return sources
 
 

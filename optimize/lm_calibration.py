@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
@@ -36,6 +35,8 @@ from pathlib import Path
 
 import dspy
 import numpy as np
+
+from program.atomic import write_atomic
 
 K = 5  # the passages a query's relevance AUC reads (the transfer run's top-5)
 TOP = 3  # the program's top-k, for the query-level best score
@@ -146,9 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     for name, text in (("summary.json", json.dumps(summary, indent=2) + "\n"), ("rows.csv", pd.DataFrame(rows).to_csv(index=False))):
-        tmp = out / f".{name}.tmp{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out / name)
+        write_atomic(out / name, text)
     print("| score | passage AUC | query AUC (correct vs incorrect) |\n|---|---|---|")
     for s, v in summary.items():
         if isinstance(v, dict):

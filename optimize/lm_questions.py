@@ -14,13 +14,13 @@ Writing is time-boxed (``time_cap`` seconds) and cached per knowledge base in
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from pathlib import Path
 
 import dspy
 
+from program.atomic import write_atomic
 from program.judges.store import corpus_key
 from program.model_files import cache_root
 from signatures import WriteQuestion
@@ -116,9 +116,7 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
 
 def _save(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".jsonl.tmp{os.getpid()}")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 __all__ = ["answer_sentence", "cache_path", "judge_row", "sample_chunks", "write_questions"]

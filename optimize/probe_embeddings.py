@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from program.atomic import write_atomic
 
 KINDS = ("dense", "dense+max", "emb", "all")
 JUDGMENTS = ("passage", "strip", "support")
@@ -157,9 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = probe(collect(log), resources.embedder(), log)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".summary.json.tmp{os.getpid()}"
-    tmp.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1), **summary}, indent=2) + "\n")
-    os.replace(tmp, out / "summary.json")
+    write_atomic(out / "summary.json", json.dumps({"seconds": round(time.perf_counter() - started, 1), **summary},
+                                                  indent=2) + "\n")
     print("| domain | judgment | rows | cosine | " + " | ".join(f"{k} out / adapt / in" for k in KINDS) + " |")
     print("|---|---|---|---|" + "---|" * len(KINDS))
     for name, judged in summary.items():

@@ -18,6 +18,7 @@ Markdown table. Takes about a minute on 2 cores.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import sys
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from optimize import injection_data as data
+from program.atomic import write_atomic
 from program.instruction_judge import JUDGE_FILE, InstructionJudge, embed, features, normalise
 from program.model_files import cache_root
 
@@ -98,9 +100,9 @@ def cached_embeddings(texts: list[str]) -> np.ndarray:
     print(f"embedding {len(texts)} rows (cached in {path})", flush=True)
     vectors = embed([normalise(t)[0] for t in texts])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, vectors)
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    np.save(buffer, vectors)
+    write_atomic(path, buffer.getvalue())
     return vectors
 
 

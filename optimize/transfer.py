@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,8 @@ import numpy as np
 
 from optimize import judge_data as jd
 from optimize import train_judges as tj
+
+from program.atomic import write_atomic
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
 DEFAULT_OUT = Path("reports/judge-transfer")
@@ -189,9 +190,7 @@ def write_summary(summary: dict, out_dir: Path, meta: dict) -> Path:
     """``out_dir/summary.json``, written atomically (a kill leaves the previous one)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    tmp = path.with_suffix(f".json.tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"meta": meta, **summary}, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps({"meta": meta, **summary}, indent=2, sort_keys=False) + "\n")
     return path
 
 

@@ -11,10 +11,6 @@ from pathlib import Path
 from program.web.config import BACKEND_NAMES
 
 
-class SetupError(Exception):
-    """A flag, file or backend the program cannot start with; the message is one line for the user."""
-
-
 def _program_options(parser: argparse.ArgumentParser) -> None:
     """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing."""
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
@@ -75,91 +71,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def web_config(args):
-    """The ``WebConfig`` the flags and environment ask for (flags win); raises ValueError for a bad value."""
-    from program.web.config import WebConfig
-
-    return WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
-                              blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
-
-
-def check_setup(args):
-    """Check what needs no model (the web backend, the compiled folder, the exporter) before loading
-    anything heavy; return the ``WebConfig``. Raises ``SetupError``."""
-    from program.compiled import has_compiled
-    from program.web.base import WebSearchError
-    from program.web.registry import build_backend
-
-    try:
-        config = web_config(args)
-        build_backend(config)
-        if args.trace_export:
-            from program.tracing import enable_exporter
-
-            enable_exporter(args.trace_export)
-    except (WebSearchError, ValueError) as exc:
-        raise SetupError(str(exc)) from None
-    if args.compiled and args.compiled != "none" and not has_compiled(args.compiled):
-        raise SetupError(f"no compiled program in {args.compiled}")
-    if args.k is not None and not 1 <= args.k <= 50:
-        raise SetupError(f"-k must be between 1 and 50, got {args.k}")
-    from program.caps import QuestionCaps
-
-    try:
-        QuestionCaps.from_env()
-    except ValueError as exc:
-        raise SetupError(str(exc)) from None
-    return config
-
-
-def build_program(args, config, *, decide_retrieval: bool | None = None):
-    """Load the knowledge base and the (compiled) CRAG program the flags ask for.
-
-    ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
-    The caps of ``program.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
-    an unreadable corpus, an index that cannot be written, or a broken compiled folder.
-    """
-    from program import resources
-    from program.caps import QuestionCaps, apply_caps
-    from program.compiled import CompiledError
-    from program.judges import JudgesFileError
-    from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
-
-    try:
-        kb = resources.knowledge_base(resources.kb_location(args.kb))
-    except (CorpusError, KnowledgeBaseError, EmbeddingError, FileNotFoundError, ValueError) as exc:
-        raise SetupError(str(exc)) from None
-    except OSError as exc:  # e.g. no space left for the index: the previous one stays
-        raise SetupError(f"cannot write the index of {args.kb or 'the PopQA knowledge base'}: "
-                         f"{exc.strerror or exc}") from None
-    try:
-        program = _load_program(args, config, kb, decide_retrieval)
-    except (CompiledError, JudgesFileError) as exc:
-        raise SetupError(str(exc)) from None
-    apply_caps(program, QuestionCaps.from_env())
-    return program
-
-
-def _load_program(args, config, kb, decide_retrieval):
-    from program import resources
-    from program.compiled import COMPILED_DIR, has_compiled, load_compiled
-    from program.crag import CRAG
-    from program.web.registry import build_backend
-
-    settings = {"k": args.k} if args.k else {}
-    if decide_retrieval is None:
-        decide_retrieval = args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes")
-    if decide_retrieval:
-        settings["decide_retrieval"] = True
-    web = build_backend(config)
-    compiled = Path(args.compiled) if args.compiled and args.compiled != "none" else COMPILED_DIR
-    if args.compiled != "none" and has_compiled(compiled):
-        return load_compiled(compiled, knowledge_base=kb, web=web, **settings)
-    if args.compiled != "none":
-        print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
-    return CRAG(kb, web=web, embedder=resources.embedder(), **settings)
-
-
 def _ask(args) -> int:
     import dspy
 
@@ -167,12 +78,13 @@ def _ask(args) -> int:
     from program.lm import configure_lm
     from program.lm_retry import LMServiceError
     from program.retrieval import KnowledgeBaseError
+    from program.startup import SetupError, build_program_from_flags, check_setup
     from program.tracing import JsonlTrace, StepRecorder
 
     try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
         config = check_setup(args)
-        program = build_program(args, config)
+        program = build_program_from_flags(args, config)
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -228,7 +140,9 @@ def judges_line(report: dict) -> str:
 
 
 def _serve(args) -> int:
+    # (the subcommands' modules load dspy, torch and the service: only the one asked for)
     from program.service.run import serve
+    from program.startup import SetupError
 
     try:
         return serve(args)

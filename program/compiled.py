@@ -25,7 +25,7 @@ from pathlib import Path
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import load_adapted
 from program.judges.store import corpus_key
-from program.resources import PROJECT_ROOT
+from program.paths import PROJECT_ROOT
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
 STATE_FILE = "crag.json"

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from program.resources import PROJECT_ROOT
+from program.atomic import write_atomic
+from program.paths import PROJECT_ROOT
 from program.resources import embedder as packaged_embedder
 
 JUDGE_FILE = PROJECT_ROOT / "compiled" / "instruction_judge.json"
@@ -182,9 +183,7 @@ class InstructionJudge:
                 "intercept": self.intercept, "threshold": self.threshold, "trained_on": self.trained_on,
                 "coef": base64.b64encode(self.coef.astype(np.float32).tobytes()).decode("ascii")}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(data, indent=1) + "\n")
         return path
 
     @classmethod

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from program.paths import cache_root  # noqa: F401 (re-exported)
+
 
 @dataclass(frozen=True)
 class EmbeddedModel:
@@ -60,12 +62,6 @@ class ModelFilesError(RuntimeError):
     """A chunk wheel is missing, or the reassembled file fails its size or sha256 check."""
 
 
-def cache_root() -> Path:
-    """The project's cache folder: ``$CRAG_CACHE_DIR``, else ``<project>/.cache``."""
-    env = os.environ.get("CRAG_CACHE_DIR")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / ".cache"
-
-
 def _part_file(dist_name: str) -> Path:
     try:
         dist = metadata.distribution(dist_name)
@@ -85,11 +81,8 @@ def _part_number(dist_name: str) -> int:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def ensure_model_file(name: str = "embedded-1.5b", cache_dir: Path | None = None) -> Path:

@@ -9,12 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from program.model_files import cache_root
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-POPQA_DIR = PROJECT_ROOT / "eval_sets" / "popqa"
-DEFAULT_KB_SOURCE = POPQA_DIR / "knowledge_base.jsonl"
-DEFAULT_WEB_SNAPSHOT = POPQA_DIR / "web_snapshot.jsonl"
+from program.paths import DEFAULT_KB_SOURCE, DEFAULT_WEB_SNAPSHOT, POPQA_DIR, PROJECT_ROOT, cache_root  # noqa: F401
 
 
 def index_dir_for(source: Path) -> Path:

@@ -90,7 +90,7 @@ def test_a_failed_write_keeps_the_previous_adaptation(kbs, compiled, other_sourc
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("program.judges.store.os.replace", full_disk)
+    monkeypatch.setattr("program.atomic.os.replace", full_disk)  # every atomic write renames through it
     with pytest.raises(OSError):  # the write of an adaptation (``adapt_judges`` ends with it)
         save_judges(first.judges, first.path.parent)
     assert first.path.read_bytes() == before

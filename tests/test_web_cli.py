@@ -23,7 +23,8 @@ def cli(fake_lm, monkeypatch, tmp_path):
     monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
     monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([OFF_TOPIC]))
     monkeypatch.setattr("program.resources.embedder", lambda: None)
-    monkeypatch.setattr("program.compiled.has_compiled", lambda *a: False)
+    for where in ("program.startup", "program.factory"):  # no compiled program: the uncompiled signatures
+        monkeypatch.setattr(f"{where}.has_compiled", lambda *a: False)
     return tmp_path
 
 

@@ -34,6 +34,8 @@ import json
 import random
 from pathlib import Path
 
+from program.atomic import write_atomic
+
 POPQA_DIR = Path(__file__).resolve().parent
 QUESTIONS_PATH = POPQA_DIR / "questions.dev.jsonl"
 KNOWLEDGE_BASE_PATH = POPQA_DIR / "knowledge_base.jsonl"
@@ -218,9 +220,7 @@ def write_split(path: str | Path = SPLIT_PATH, seed: int = SPLIT_SEED) -> dict:
     """Write :func:`make_split`'s result to ``path`` (atomically: a temporary file renamed into place)."""
     split = make_split(seed)
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(split, indent=1) + "\n")
     return split
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from program.atomic import write_atomic
 from program.judges.features import (cue_pairs, evidence_sentences, passage_features, strip_features,
                                      support_features)
 from program.judges.model import LinearJudge
@@ -260,14 +260,7 @@ def save_judges(judges: JudgeSet, directory: str | Path) -> Path:
     """Write ``judges.json`` into ``directory`` atomically (temporary file, then rename)."""
     path = Path(directory) / JUDGES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".json.tmp{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(judges.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:  # a full disk or a kill: the previous file stays, no temporary one beside it
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, json.dumps(judges.to_dict(), sort_keys=True) + "\n")
 
 
 class JudgesFileError(ValueError):

@@ -27,7 +27,6 @@ lines; ``Chunk.text`` itself stays unprefixed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ from pathlib import Path
 
 import faiss
 
+from program.retrieval.base import IndexNotFoundError, KnowledgeBaseError, embed_text, file_sha256  # noqa: F401 (re-exported)
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
@@ -57,29 +57,6 @@ FORMAT_VERSION = 1
 INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE = "index.faiss", "chunks.jsonl", "manifest.json"
 
 
-class KnowledgeBaseError(RuntimeError):
-    """A saved index is unusable (inconsistent files, wrong model, unreadable)."""
-
-
-class IndexNotFoundError(KnowledgeBaseError, FileNotFoundError):
-    """No saved index at the given folder."""
-
-
-def embed_text(chunk: Chunk) -> str:
-    """The string embedded for ``chunk``: title, heading (if distinct) and text, one per line."""
-    parts = [chunk.title]
-    if chunk.heading and chunk.heading != chunk.title:
-        parts.append(chunk.heading)
-    return "\n".join([p for p in parts if p] + [chunk.text])
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, 64 hex digits: what the manifest records per corpus file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
@@ -212,10 +189,22 @@ class KnowledgeBase:
     def connect(cls, location: str | Path, embedder: Embedder | None = None):
         """Open a knowledge base by location: a ``postgresql://user@host:port/db?table=name``
         URL gives a :class:`~program.retrieval.postgres.PgVectorKnowledgeBase`, a folder the
-        saved faiss index in it (:meth:`load`). See :func:`program.retrieval.protocol.open_knowledge_base`."""
-        from program.retrieval.protocol import open_knowledge_base
+        saved faiss index in it (:meth:`load`).
 
-        return open_knowledge_base(str(location), embedder)
+        Raises:
+            IndexNotFoundError: nothing was indexed there.
+            KnowledgeBaseError: built with another embedding model, or unusable
+                (``KnowledgeBaseUnavailable`` when the database cannot be reached).
+            ValueError: a malformed database URL.
+        """
+        # the postgres package loads psycopg: only for a database location
+        from program.retrieval.postgres.url import is_database_url
+
+        if is_database_url(str(location)):
+            from program.retrieval.postgres.store import PgVectorKnowledgeBase
+
+            return PgVectorKnowledgeBase.connect(str(location), embedder)
+        return cls.load(location, embedder)
 
     @classmethod
     def load(cls, index_dir: str | Path, embedder: Embedder | None = None) -> "KnowledgeBase":

@@ -13,21 +13,19 @@ and pipes stay clean unless asked. A reused index shows nothing: there is nothin
 
 from __future__ import annotations
 
-import os
 import sys
+
 import numpy as np
+
+from program.env import env_flag
 
 EMBED_BATCH = 32  # texts per update of the bar
 
 
 def progress_enabled() -> bool:
     """True when bars are shown: ``$CRAG_PROGRESS`` ``1``/``0``, else whether stderr is a terminal."""
-    flag = os.environ.get("CRAG_PROGRESS", "").strip().lower()
-    if flag in ("1", "true", "yes", "on"):
-        return True
-    if flag in ("0", "false", "no", "off"):
-        return False
-    return sys.stderr.isatty()
+    flag = env_flag("CRAG_PROGRESS")
+    return sys.stderr.isatty() if flag is None else flag
 
 
 class BuildProgress:

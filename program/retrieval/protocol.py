@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from program.retrieval.index import KnowledgeBase
 from program.types import Passage
 
 
@@ -47,12 +48,4 @@ def open_knowledge_base(location: str, embedder=None) -> KnowledgeBaseProtocol:
             ``KnowledgeBaseUnavailable`` when the database cannot be reached.
         ValueError: a malformed database URL.
     """
-    from program.retrieval.postgres.url import is_database_url
-
-    if is_database_url(location):
-        from program.retrieval.postgres.store import PgVectorKnowledgeBase
-
-        return PgVectorKnowledgeBase.connect(location, embedder)
-    from program.retrieval.index import KnowledgeBase
-
-    return KnowledgeBase.load(location, embedder)
+    return KnowledgeBase.connect(location, embedder)

@@ -6,6 +6,7 @@ import os
 import sys
 
 from program.compiled import COMPILED_DIR, has_compiled, read_manifest
+from program.env import env_flag
 
 
 def _compiled_info(args) -> dict | None:
@@ -21,12 +22,12 @@ def _compiled_info(args) -> dict | None:
 def serve(args) -> int:
     """Check the flags, load the LM, knowledge base and program, and serve until interrupted.
 
-    Returns the exit code. Raises ``program.cli.SetupError`` for a bad flag, backend or corpus
+    Returns the exit code. Raises ``program.startup.SetupError`` for a bad flag, backend or corpus
     (checked before the model loads).
     """
     import uvicorn
 
-    from program.cli import SetupError, build_program, check_setup
+    from program.startup import SetupError, build_program_from_flags, check_setup
     from program.lm import configure_lm, model_name
     from program.model_files import EMBEDDED_MODELS
     from program.service.app import create_app
@@ -36,12 +37,12 @@ def serve(args) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise SetupError(f"--concurrency must be at least 1, got {args.concurrency}")
     config = check_setup(args)
-    program = build_program(args, config, decide_retrieval=True)  # requests may turn it on or off
+    program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it on or off
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
     embedded = (args.model or os.environ.get("CRAG_LM") or "embedded-1.5b") in EMBEDDED_MODELS
-    decide = args.decide_retrieval or os.environ.get("CRAG_DECIDE_RETRIEVAL", "").lower() in ("1", "true", "yes")
+    decide = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
     runner = QuestionRunner(program, lm, web_config=config, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,
                             sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [])

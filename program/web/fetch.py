@@ -16,10 +16,8 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-import os
 import re
 import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -29,6 +27,7 @@ from urllib.parse import urljoin
 
 import requests
 
+from program.atomic import write_atomic
 from program.web.config import WebConfig
 from program.web.extract import extract_main_text
 from program.web.safety import UnsafeURLError, check_url, checked_address
@@ -94,9 +93,7 @@ class PageCache:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             path = self._path(page.url)
-            tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps({"fetched_at": time.time(), "page": asdict(page)}))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps({"fetched_at": time.time(), "page": asdict(page)}))
         except OSError:
             pass
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from program.paths import DEFAULT_WEB_SNAPSHOT
 from program.web.config import BACKEND_NAMES, WebConfig
 
 # name -> (module, class); the snapshot is built by ``_snapshot`` (it takes a file, not a service)
@@ -22,7 +23,6 @@ BACKENDS = {
 
 
 def _snapshot(config: WebConfig):
-    from program.resources import DEFAULT_WEB_SNAPSHOT
     from program.web.snapshot import OfflineSnapshotBackend
 
     backend = OfflineSnapshotBackend(config.snapshot_path or DEFAULT_WEB_SNAPSHOT)

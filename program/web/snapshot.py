@@ -11,12 +11,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from program.model_files import cache_root
+from program.paths import PROJECT_ROOT, cache_root  # noqa: F401 (PROJECT_ROOT re-exported)
 from program.retrieval import CorpusError, KnowledgeBase, KnowledgeBaseError, load_documents
 from program.retrieval.embedding import Embedder, EmbeddingError
 from program.web.base import SearchHit, WebSearchError
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_cache_dir() -> Path:

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Callable, TypeVar
 
-from program.retrieval.index import KnowledgeBaseError
+from program.retrieval.base import KnowledgeBaseError
 from program.retrieval.postgres.url import DatabaseURL
 
 log = logging.getLogger(__name__)

@@ -32,8 +32,9 @@ from psycopg import sql
 
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
-from program.retrieval.index import KnowledgeBaseError, embed_text, file_sha256
+from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256
 from program.retrieval.postgres import schema
+from program.retrieval.postgres.schema import check_meta
 from program.retrieval.vocabulary import DEFAULT_PARAMS, build_vocabulary
 
 log = logging.getLogger(__name__)
@@ -102,8 +103,6 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
             format, or its HNSW index was built with other ``m`` / ``ef_construction``.
         KnowledgeBaseUnavailable: the server cannot be reached.
     """
-    from program.retrieval.postgres.store import check_meta
-
     t0 = time.perf_counter()
     files, _ = list_source_files(source)
     rel = {str(f): (f.name if source.is_file() else f.relative_to(source).as_posix()) for f in files}

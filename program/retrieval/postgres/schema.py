@@ -22,6 +22,8 @@ import json
 
 from psycopg import sql
 
+from program.retrieval.base import KnowledgeBaseError
+
 FORMAT_VERSION = 1
 HNSW_DEFAULTS = {"m": 16, "ef_construction": 64, "ef_search": 100}
 
@@ -90,3 +92,16 @@ def hnsw_parameters(conn, table: str) -> dict:
                        [table + "_embedding_hnsw"]).fetchone()
     options = dict(o.split("=", 1) for o in (row[0] or [])) if row else {}
     return {k: int(options.get(k, HNSW_DEFAULTS[k])) for k in ("m", "ef_construction")}
+
+
+def check_meta(meta: dict, embedder, where) -> None:
+    """Raise :class:`KnowledgeBaseError` (one line) unless ``meta`` has this format version and
+    ``embedder``'s model name and dimensions."""
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise KnowledgeBaseError(f"knowledge base at {where} has format version {meta.get('format_version')!r}, "
+                                 f"expected {FORMAT_VERSION}")
+    built = meta.get("embedding") or {}
+    if (built.get("model"), built.get("dimensions")) != (embedder.name, embedder.dimensions):
+        raise KnowledgeBaseError(f"knowledge base at {where} was built with {built.get('model')!r} "
+                                 f"({built.get('dimensions')}d), not {embedder.name!r} ({embedder.dimensions}d); "
+                                 f"use that model or index into another table")

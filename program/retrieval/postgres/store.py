@@ -17,8 +17,9 @@ from psycopg import sql
 
 from program.retrieval.chunking import Chunk
 from program.retrieval.embedding import get_embedder
-from program.retrieval.index import IndexNotFoundError, KnowledgeBaseError
+from program.retrieval.base import IndexNotFoundError
 from program.retrieval.postgres import schema
+from program.retrieval.postgres.schema import check_meta
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.url import DatabaseURL
 from program.types import Passage
@@ -26,19 +27,6 @@ from program.types import Passage
 log = logging.getLogger(__name__)
 
 CHUNKING_DEFAULTS = {"target_tokens": 200, "max_tokens": 300, "overlap_tokens": 30}
-
-
-def check_meta(meta: dict, embedder, where) -> None:
-    """Raise :class:`KnowledgeBaseError` (one line) unless ``meta`` has this format version and
-    ``embedder``'s model name and dimensions."""
-    if meta.get("format_version") != schema.FORMAT_VERSION:
-        raise KnowledgeBaseError(f"knowledge base at {where} has format version {meta.get('format_version')!r}, "
-                                 f"expected {schema.FORMAT_VERSION}")
-    built = meta.get("embedding") or {}
-    if (built.get("model"), built.get("dimensions")) != (embedder.name, embedder.dimensions):
-        raise KnowledgeBaseError(f"knowledge base at {where} was built with {built.get('model')!r} "
-                                 f"({built.get('dimensions')}d), not {embedder.name!r} ({embedder.dimensions}d); "
-                                 f"use that model or index into another table")
 
 
 class PgVectorKnowledgeBase:

@@ -1,0 +1,85 @@
+"""From the command line's flags to a running program, shared by ``ask``, ``serve`` and ``index``:
+check what needs no model first (``check_setup``), then load the knowledge base and the compiled
+program (``build_program_from_flags``). Every failure is a ``SetupError`` with one line for the user.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from program import resources
+from program.caps import QuestionCaps, apply_caps
+from program.compiled import COMPILED_DIR, CompiledError, has_compiled
+from program.env import env_flag
+from program.factory import build_program
+from program.judges import JudgesFileError
+from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
+from program.tracing import enable_exporter
+from program.web.base import WebSearchError
+from program.web.config import WebConfig
+from program.web.registry import build_backend
+
+
+class SetupError(Exception):
+    """A flag, file or backend the program cannot start with; the message is one line for the user."""
+
+
+def web_config(args):
+    """The ``WebConfig`` the flags and environment ask for (flags win); raises ValueError for a bad value."""
+    return WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
+                              blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
+
+
+def check_setup(args):
+    """Check what needs no model (the web backend, the compiled folder, the exporter) before loading
+    anything heavy; return the ``WebConfig``. Raises ``SetupError``."""
+    try:
+        config = web_config(args)
+        build_backend(config)
+        if args.trace_export:
+            enable_exporter(args.trace_export)
+    except (WebSearchError, ValueError) as exc:
+        raise SetupError(str(exc)) from None
+    if args.compiled and args.compiled != "none" and not has_compiled(args.compiled):
+        raise SetupError(f"no compiled program in {args.compiled}")
+    if args.k is not None and not 1 <= args.k <= 50:
+        raise SetupError(f"-k must be between 1 and 50, got {args.k}")
+    try:
+        QuestionCaps.from_env()
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    return config
+
+
+def build_program_from_flags(args, config, *, decide_retrieval: bool | None = None):
+    """Load the knowledge base and the (compiled) CRAG program the flags ask for.
+
+    ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
+    The caps of ``program.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
+    an unreadable corpus, an index that cannot be written, or a broken compiled folder.
+    """
+    try:
+        kb = resources.knowledge_base(resources.kb_location(args.kb))
+    except (CorpusError, KnowledgeBaseError, EmbeddingError, FileNotFoundError, ValueError) as exc:
+        raise SetupError(str(exc)) from None
+    except OSError as exc:  # e.g. no space left for the index: the previous one stays
+        raise SetupError(f"cannot write the index of {args.kb or 'the PopQA knowledge base'}: "
+                         f"{exc.strerror or exc}") from None
+    try:
+        program = _load_program(args, config, kb, decide_retrieval)
+    except (CompiledError, JudgesFileError) as exc:
+        raise SetupError(str(exc)) from None
+    apply_caps(program, QuestionCaps.from_env())
+    return program
+
+
+def _load_program(args, config, kb, decide_retrieval):
+    if decide_retrieval is None:
+        decide_retrieval = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
+    compiled = Path(args.compiled) if args.compiled and args.compiled != "none" else COMPILED_DIR
+    if args.compiled != "none" and not has_compiled(compiled):
+        print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
+    return build_program("self-crag", compiled_dir=None if args.compiled == "none" else compiled, knowledge_base=kb,
+                         web=build_backend(config), decide_retrieval=decide_retrieval,
+                         **({"k": args.k} if args.k else {}))
