@@ -19,6 +19,7 @@ from program.web.base import SearchHit
 from program.web.fetch import FetchError, PageFetcher
 from program.web.safety import UnsafeURLError, check_url
 from program.web_path import WebSearcher
+from tests.web_server import Handler
 
 PRIVATE_NAMES = {
     # name: the addresses its DNS answers with
@@ -99,20 +100,12 @@ def test_the_web_path_keeps_the_snippet_and_reports_the_refusal(web_config, fake
                                        "the internal address 10.20.30.40")
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
+class _Page(Handler):
     """Serves one HTML page naming the server (``server.label``) and records each request's Host."""
 
     def do_GET(self):  # noqa: N802 - http.server's name
         self.server.hosts.append(self.headers["Host"])
-        body = f"<html><body><main><p>{self.server.label}: the page's text.</p></main></body></html>".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self._send(200, f"<html><body><main><p>{self.server.label}: the page's text.</p></main></body></html>")
 
 
 @contextlib.contextmanager
