@@ -35,7 +35,7 @@ from program.atomic import write_atomic
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.store import corpus_key
-from program.model_files import cache_root
+from program.lm.model_files import cache_root
 from program.retrieval.progress import progress_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +119,7 @@ def labeled_sources(leave_out, embedder, log=print) -> list:
     ``<cache>/judge-sources/<stamp>.pkl`` when built before, else built (minutes) and cached."""
     from eval_sets.domains import DOMAINS
     from optimize.judge_sources import domain_source, popqa_source
-    from program import resources
+    from program.app import resources
 
     path = cache_root() / "judge-sources" / f"{sources_stamp(leave_out)}.pkl"
     if path.exists():
@@ -176,7 +176,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
 
     from optimize.judge_sources import fit_judges
     from optimize.synthetic_rows import document_source
-    from program import resources
+    from program.app import resources
 
     embedder = embedder or resources.embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
@@ -219,7 +219,7 @@ def main_for_kb(args, parser) -> int:
     """``python -m optimize.compile --kb PATH_OR_URL [--leave-out NAMES] [--questions N] [--time-cap S]``:
     adapt and save; 0, or 2 with one line naming the problem."""
     from eval_sets.domains import DOMAINS
-    from program import resources
+    from program.app import resources
     from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 
     leave_out = [n.strip() for n in (args.leave_out or "").split(",") if n.strip()]
@@ -247,7 +247,7 @@ def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: in
     if questions:
         import dspy
 
-        from program.lm import configure_lm
+        from program.lm.configure import configure_lm
 
         dspy.configure(lm=configure_lm(model, api_base).copy(temperature=0.0))
     try:

@@ -9,7 +9,7 @@ the help centre's passages, its token-probability scores get thresholds of their
 calibrated on that knowledge base's train queries (``optimize.lm_thresholds``; 24 of a fresh
 compile's 50 minutes on 2 cores, and no dev action gained with the embedded 1.5B model, so the
 default compile leaves the LM's sampled words on their fixed bands). The program's DSPy JSON
-state and a manifest go to ``compiled/`` (``program.compiled.save_compiled``).
+state and a manifest go to ``compiled/`` (``program.app.compiled.save_compiled``).
 
 ``--kb PATH_OR_URL`` adapts the trained judges to that knowledge base from its own documents
 instead (``optimize.adapt``), saved under ``compiled/adapted/``.
@@ -28,23 +28,23 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from program.lm import configure_lm, model_name, supports_logprobs
-
-import dspy  # noqa: E402  (after program.lm, which sets DSPy's cache folder)
+import dspy  # noqa: E402  (after program.lm.configure, which sets DSPy's cache folder)
 
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
-from program.compiled import COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest, save_compiled  # noqa: E402
 from optimize.judge_choice import KIND_OF, choose, popqa_lm_rows  # noqa: E402
 from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
 from optimize.train_judges import train_judges  # noqa: E402
-from program.crag import CRAG  # noqa: E402
+from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,  # noqa: E402
+                                  save_compiled)
+from program.app.resources import embedder, knowledge_base  # noqa: E402
 from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
 from program.judges.store import corpus_key  # noqa: E402
-from program.resources import embedder, knowledge_base  # noqa: E402
-from program.evaluator import score_grade  # noqa: E402
-from signatures import (  # noqa: E402
-    CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance)
+from program.lm.configure import configure_lm, model_name, supports_logprobs
+from program.stages.crag import CRAG  # noqa: E402
+from program.stages.evaluator import score_grade  # noqa: E402
+from signatures import (CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery,  # noqa: E402
+                        StripRelevance)
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;

@@ -16,7 +16,7 @@ import sys
 from eval_sets.domains import DOMAINS
 from eval_sets.domains import load_rows as load_domain_rows
 from optimize.metrics import answer_correct
-from program.selfcheck import is_abstention
+from program.stages.selfcheck import is_abstention
 from program.types import FALLBACK_ANSWER
 
 FALLBACK_TEXT = FALLBACK_ANSWER
@@ -120,7 +120,7 @@ def stratified_sample(rows: list[dict], limit: int, seed: int = 0, key: str = "r
 
 def abstained(answer: str | None, fallback: bool) -> bool:
     """True when the program gave the honest fallback (flagged, or its text in the answer) or
-    its answer only says it does not know (``program.selfcheck.is_abstention``: the ``crag``
+    its answer only says it does not know (``program.stages.selfcheck.is_abstention``: the ``crag``
     and ``rag`` modes pass the generator's "I don't know" through unchanged)."""
     return bool(fallback) or FALLBACK_TEXT.casefold() in (answer or "").casefold() or is_abstention(answer or "")
 

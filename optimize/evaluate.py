@@ -70,7 +70,7 @@ from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here 
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
 
-MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.factory.MODES
+MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.app.factory.MODES
 ACTIONS = report.ACTIONS
 
 
@@ -194,10 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, steps_path = out_dir / "results.csv", out_dir / "steps.csv"
 
-    from program.factory import build_program
-    from program.lm import configure_lm
-    from program.resources import kb_location
-    from program.resources import knowledge_base as open_kb
+    from program.app.factory import build_program
+    from program.app.resources import kb_location
+    from program.app.resources import knowledge_base as open_kb
+    from program.lm.configure import configure_lm
     from program.retrieval import CorpusError, KnowledgeBaseError
 
     knowledge_base = None  # the default: the PopQA knowledge base

@@ -128,9 +128,9 @@ def build_programs(modes: list[str], compiled: str | None, folder: Path | None =
     """``{mode: program}`` on the set's knowledge base and web snapshot (``folder``: the set's;
     default the first set's; indexes in the cache folder, under names of their own)."""
     from eval_sets.injection import DATA_DIR
-    from program import resources
-    from program.factory import build_program
-    from program.model_files import cache_root
+    from program.app import resources
+    from program.app.factory import build_program
+    from program.lm.model_files import cache_root
     from program.web.snapshot import OfflineSnapshotBackend
 
     folder = Path(folder or DATA_DIR)
@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from eval_sets.injection import load_cases
-    from program.factory import MODES
-    from program.lm import configure_lm
+    from program.app.factory import MODES
+    from program.lm.configure import configure_lm
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES or m == "closed" for m in modes):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eval_sets import popqa
 from eval_sets.domains import DOMAINS, domain
-from program.instructions import _units
+from program.stages.instructions import _units
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_SET = ROOT / "eval_sets" / "injection"
@@ -149,7 +149,7 @@ def synthetic_injections(n: int, seed: int = 0, anchors: list[str] | None = None
 
 
 def injection_units(text: str) -> list[str]:
-    """The pieces the set-aside judges in ``text`` (``program.instructions._units``)."""
+    """The pieces the set-aside judges in ``text`` (``program.stages.instructions._units``)."""
     return [p.strip() for p, judged in _units(text) if judged and p.strip()]
 
 

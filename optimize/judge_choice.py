@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from optimize import predictor_metrics as pm
-from program.evaluator import score_grade
 from program.judges import JudgeChoice, JudgeSet
-from program.judges.store import corpus_key
 from program.judges.features import cue_pairs, passage_features, strip_features
-from program.selfcheck import RANKED_VERDICTS, VERDICT_VALUE, judge_support, lexical_support
+from program.judges.store import corpus_key
+from program.stages.evaluator import score_grade
+from program.stages.selfcheck import RANKED_VERDICTS, VERDICT_VALUE, judge_support, lexical_support
 from program.types import Passage, Strip
 
 CHEAPEST_FIRST = ("trained", "cascade", "lm")
@@ -118,8 +118,8 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
 
     from eval_sets.popqa import load_questions
     from optimize.judge_data import names_subject, popqa_claims, states_answer
-    from program.lm import CRITIQUE_CONFIG
-    from program.refine import decompose
+    from program.lm.configure import CRITIQUE_CONFIG
+    from program.stages.refine import decompose
 
     rng = random.Random(seed)
     questions = load_questions(split="dev")

@@ -24,14 +24,12 @@ from pathlib import PurePath
 
 import numpy as np
 
-from program.judges.features import (cue_pairs, evidence_sentences, passage_features, strip_features,
-                                     support_features)
+from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
 from program.judges.store import judged_text, strip_inputs
-from program.refine import decompose
-from program.types import Passage
-from program.selfcheck import VERDICT_VALUE, lexical_support
+from program.stages.refine import decompose
+from program.stages.selfcheck import VERDICT_VALUE, lexical_support
 from program.text import names, words
-
+from program.types import Passage
 
 
 @dataclass
@@ -323,7 +321,7 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
     For each question whose top-``k`` passages hold an answering strip about its subject
     (labeled as in ``popqa_strip_pairs``), the evidence is that strip with its neighbours, as
     the recomposed strips show it. The claims (``CLAIM_TEMPLATES``, subject by full name or
-    surname, then ``program.selfcheck.without_asked_entity`` as the self-check applies it):
+    surname, then ``program.stages.selfcheck.without_asked_entity`` as the self-check applies it):
 
     * the gold answer as the evidence spells it: supported (``fully``);
     * the answer of another question with the same relation, absent from the evidence:
@@ -338,7 +336,7 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
     Returns:
         rows ``{"id": question id, "question", "claim", "evidence", "support": "fully" | "no"}``.
     """
-    from program.selfcheck import without_asked_entity
+    from program.stages.selfcheck import without_asked_entity
 
     rng = random.Random(seed)
     by_relation: dict[str, list[str]] = {}

@@ -6,7 +6,7 @@ A small LM says "yes" to nearly every passage. Contextual calibration (Zhao et a
 batch calibration (Zhou et al., ICLR 2024) remove that bias by subtracting the model's score on
 content-free or random inputs. Here, for each sampled query that needs retrieval, the compiled
 ``GradeRetrieval`` grades its top-5 knowledge-base chunks and ``--random`` chunks of other documents
-of the same knowledge base, read from token probabilities (``program.evaluator.grade_probabilities``:
+of the same knowledge base, read from token probabilities (``program.stages.evaluator.grade_probabilities``:
 ``0.6 p(answers) + 0.4 p(same entity)``), and the measured scores are:
 
 ==================  ==========================================================================
@@ -44,8 +44,8 @@ TOP = 3  # the program's top-k, for the query-level best score
 
 def _lm_score(grader, question: str, text: str, max_chars: int = 700) -> tuple[float, float]:
     """``(score, p(answers))`` of one LM grade from token probabilities; ``(0, 0)`` when unparsed."""
-    from program.adapter import inputs_as_data
-    from program.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
+    from program.lm.adapter import inputs_as_data
+    from program.stages.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 
     try:
         with inputs_as_data():
@@ -70,11 +70,11 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
     from optimize.eval_data import stratified_sample
     from optimize.judge_data import chunk_key
     from optimize.train_judges import auc
-    from program import resources
-    from program.compiled import STATE_FILE, load_state
-    from program.crag import CRAG
+    from program.app import resources
+    from program.app.compiled import STATE_FILE, load_state
     from program.judges.adapted import load_adapted
     from program.judges.store import load_judges
+    from program.stages.crag import CRAG
 
     kb = resources.knowledge_base(DOMAINS[name].kb_dir)
     queries = [r for r in load_rows(name, "queries", split) if r.get("needs_retrieval", True)]
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit < 0 or args.random < 0:
         print("error: --limit and --random must be 0 or more", file=sys.stderr)
         return 2
-    from program.lm import configure_lm
+    from program.lm.configure import configure_lm
 
     lm = configure_lm(args.model)
     with dspy.context(lm=lm.copy(temperature=0.0)):

@@ -22,7 +22,7 @@ import dspy
 
 from program.atomic import write_atomic
 from program.judges.store import corpus_key
-from program.model_files import cache_root
+from program.lm.model_files import cache_root
 from signatures import WriteQuestion
 
 MIN_WORDS = 30
@@ -35,7 +35,7 @@ def _normalise(text: str) -> str:
 def answer_sentence(chunk_text: str, answer: str) -> str | None:
     """The chunk's strip that holds ``answer``: the one containing it word for word, else the one
     holding at least half of its first 20 content words (a small LM paraphrases its answer), or None."""
-    from program.refine import decompose
+    from program.stages.refine import decompose
     from program.text import words
     from program.types import Passage
 

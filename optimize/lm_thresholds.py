@@ -1,7 +1,7 @@
 """Calibrate the evaluator's thresholds on the LM's passage scores, per knowledge base (CRAG §4.3).
 
 Where the compile chose the LM to grade passages (the help centre: ``JudgeSet.choices_by_corpus``),
-its grade is read as a score from token probabilities (``program.evaluator.grade_probabilities``:
+its grade is read as a score from token probabilities (``program.stages.evaluator.grade_probabilities``:
 ``0.6 * p(answers) + 0.4 * p(same entity)``), not from the two sampled words. Asked for words,
 the embedded 1.5B model said "yes" to nearly every help-centre passage, and the evaluator said
 CORRECT to 20 of 22, 6 of 6 ambiguous and 10 of 10 incorrect test queries. Its probabilities
@@ -16,7 +16,7 @@ optimize.compile --calibrate-lm-scores`` runs it when the LM grades the help cen
 Not by default: with the embedded 1.5B model the probabilities rank the queries far better than
 the words (dev AUC .76 against .51) but gave the same dev action accuracy (61.0 %). The thresholds are
 saved in the manifest under ``lm_thresholds_by_corpus`` (``corpus_key`` -> thresholds) and
-``program.compiled.load_compiled`` applies them, with probability scores, to that knowledge base.
+``program.app.compiled.load_compiled`` applies them, with probability scores, to that knowledge base.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import time
 import dspy
 
 from optimize.train_judges import _confusion, action_of, calibrate_actions
-from program.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 from program.judges.store import corpus_key
+from program.stages.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 
 K = 3  # the program's top-k
 
@@ -39,7 +39,7 @@ def query_scores(grader, queries: list[dict], knowledge_base, max_chars: int = 7
     """Each query's highest LM passage score over its top-``K`` knowledge-base passages.
 
     Args:
-        grader: the compiled ``GradeRetrieval`` predictor (``program.evaluator.grade``).
+        grader: the compiled ``GradeRetrieval`` predictor (``program.stages.evaluator.grade``).
         queries: query rows (``id``, ``question``); rows with ``needs_retrieval`` false are skipped.
         knowledge_base: ``search(question, k) -> list[Passage]``.
 
@@ -49,7 +49,7 @@ def query_scores(grader, queries: list[dict], knowledge_base, max_chars: int = 7
         (``score_grade`` of the booleans). A grade the adapter cannot parse scores 0.0, as in
         the program.
     """
-    from program.adapter import inputs_as_data
+    from program.lm.adapter import inputs_as_data
 
     best: dict[str, dict[str, float]] = {}
     asked = [q for q in queries if q.get("needs_retrieval", True)]
@@ -88,9 +88,9 @@ def calibrate_lm_thresholds(grader, knowledge_base, train: list[dict], dev: list
         "dev_auc", "words": {...}}``. Confusion: expected action -> predicted action -> count;
         ``dev_auc``: ROC AUC of the query's best score between CORRECT and INCORRECT queries;
         ``words``: the same figures for the sampled words' scores, read through the fixed
-        bands ``program.compiled.LM_THRESHOLDS`` and through thresholds calibrated the same way.
+        bands ``program.app.compiled.LM_THRESHOLDS`` and through thresholds calibrated the same way.
     """
-    from program.compiled import LM_THRESHOLDS
+    from program.app.compiled import LM_THRESHOLDS
 
     expected = {q["id"]: q["expected_action"] for q in train + dev if q.get("needs_retrieval", True)}
     train_best = query_scores(grader, train, knowledge_base, log=log)
@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="embedded-1.5b (default), or the compile's LM")
     args = parser.parse_args(argv)
     from eval_sets import adversarial
-    from program.compiled import STATE_FILE, has_compiled, load_state, read_manifest, save_compiled
-    from program.crag import CRAG
-    from program.lm import configure_lm, model_name
-    from program.resources import knowledge_base
+    from program.app.compiled import STATE_FILE, has_compiled, load_state, read_manifest, save_compiled
+    from program.app.resources import knowledge_base
+    from program.lm.configure import configure_lm, model_name
+    from program.stages.crag import CRAG
 
     if not has_compiled(args.out):
         print(f"error: no compiled program in {args.out}; run: python -m optimize.compile", file=sys.stderr)

@@ -9,12 +9,12 @@ import functools
 import re
 from pathlib import PurePath
 
-from program.attribution import answer_sentences, citation_quality
-from program.evaluator import score_grade
-from program.generation import cited_numbers
-from program.refine import score_span
-from program.selfcheck import (RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support, lexical_support,
-                               strip_citations)
+from program.stages.attribution import answer_sentences, citation_quality
+from program.stages.evaluator import score_grade
+from program.stages.generation import cited_numbers
+from program.stages.refine import score_span
+from program.stages.selfcheck import (RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support,
+                                      lexical_support, strip_citations)
 from program.text import coverage, without_footnotes
 from program.types import AnswerSentence, Strip
 
@@ -94,7 +94,7 @@ def written_citations(example, pred, judges=None) -> tuple[float | None, float |
     """ALCE's citation recall and precision (Gao et al. 2023 §2.3) of the ``[n]`` markers the
     generator wrote itself, judged as the program's attribution judges them (``judges``: a
     ``JudgeSet`` whose trained support judge scores; None: the word-overlap verdict). No LM
-    call, cheap enough for an optimizer. The program's attribution (``program.attribution``)
+    call, cheap enough for an optimizer. The program's attribution (``program.stages.attribution``)
     fixes missing or wrong markers at run time; this scores what the model did before that fix.
 
     Returns:
@@ -223,9 +223,9 @@ def with_candidate_terms(examples, knowledge_base, n: int = 12) -> list:
 @functools.lru_cache(maxsize=1)
 def adversarial_knowledge_base():
     """The adversarial set's Paylane knowledge base (``eval_sets/adversarial/kb/``), built or
-    reused once per process (``program.resources.knowledge_base``)."""
+    reused once per process (``program.app.resources.knowledge_base``)."""
     from eval_sets.adversarial import KB_DIR
-    from program.resources import knowledge_base
+    from program.app.resources import knowledge_base
 
     return knowledge_base(KB_DIR)
 

@@ -93,7 +93,7 @@ def collect(log=print) -> dict:
     from eval_sets.popqa import load_questions
     from optimize import judge_data as jd
     from optimize.synthetic_rows import document_source
-    from program import resources
+    from program.app import resources
 
     embedder = resources.embedder()
     data = {"popqa": {"passage": jd.popqa_passage_pairs(load_questions(split="train"), resources.knowledge_base())}}
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m optimize.probe_embeddings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="reports/embedding-probe", help="folder for summary.json")
     args = parser.parse_args(argv)
-    from program import resources
+    from program.app import resources
 
     started = time.perf_counter()
     log = lambda m: print(f"[{time.perf_counter() - started:6.0f} s] {m}", file=sys.stderr)  # noqa: E731

@@ -30,7 +30,7 @@ import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
 from optimize.pg_local import database, with_table
-from program import resources
+from program.app import resources
 from program.retrieval.index import embed_text
 
 

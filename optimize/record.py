@@ -2,7 +2,7 @@
 
 The mode's cost columns (``lm_calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``)
 cover the program call only. Groundedness of ``rag``, ``crag`` and ``langgraph`` answers, modes
-that do not check their claims, is measured after that call by a :class:`program.selfcheck.ClaimChecker`
+that do not check their claims, is measured after that call by a :class:`program.stages.selfcheck.ClaimChecker`
 on the answer and the strips it had; that check's own cost goes to the ``check_*`` columns.
 ``self-crag`` is measured by its own final (kept) claims, at no extra cost. An answer written
 closed-book because the retrieval decider skipped retrieval has no strips: like ``closed``
@@ -15,7 +15,7 @@ answers, it is not measured.
 ``citations`` holds the answer's citations (``[[n, source_id, strip text], ...]``: what a reader
 checks a citation against), ``citation_recall`` and
 ``citation_precision`` ALCE's figures for the answer (Gao et al. 2023), judged by the support
-judge that set them (``program.attribution``), ``unsupported_sentences`` the sentences no strip
+judge that set them (``program.stages.attribution``), ``unsupported_sentences`` the sentences no strip
 supports; all empty for the fallback, an abstention and closed-book answers.
 """
 
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from optimize.eval_data import abstained, is_correct
-from program.attribution import citation_quality
-from program.cost import step
-from program.selfcheck import ClaimChecker
+from program.guards.cost import step
+from program.stages.attribution import citation_quality
+from program.stages.selfcheck import ClaimChecker
 from program.types import Trace
 
 CSV_COLUMNS = [
@@ -123,7 +123,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
 
 def _citations(res, judges) -> dict:
     """The answer's citations as JSON (``[[n, source_id, strip text], ...]``) and ALCE's citation recall and
-    precision (``program.attribution.citation_quality``, by the support judge that cited);
+    precision (``program.stages.attribution.citation_quality``, by the support judge that cited);
     empty for the fallback, an abstention and closed-book answers (no sentences)."""
     sentences = list(getattr(res, "sentences", None) or [])
     if getattr(res, "fallback", False) or not sentences:

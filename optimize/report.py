@@ -88,7 +88,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         ``claims_checked``, ``grounded_by`` (``self-check``, ``post-hoc`` or None),
         ``cited_share`` (answers that state something, neither the fallback nor an abstention,
         with at least one citation), ``citation_recall`` / ``citation_precision`` (ALCE's,
-        mean over those answers; ``program.attribution.citation_quality``), None without them,
+        mean over those answers; ``program.stages.attribution.citation_quality``), None without them,
         ``accuracy_by_relation`` (PopQA relation or adversarial category -> accuracy),
         ``median_*`` and ``p90_*`` of ``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
         ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``

@@ -29,7 +29,7 @@ from collections import defaultdict
 from optimize import judge_data as jd
 from optimize.judge_sources import SourcePairs
 from program.judges.store import judged_text
-from program.refine import decompose
+from program.stages.refine import decompose
 from program.types import Passage
 
 TOP_K = 8

@@ -1,4 +1,4 @@
-"""Train the instruction judge (``program.instruction_judge``) and report how it generalises.
+"""Train the instruction judge (``program.judges.instruction``) and report how it generalises.
 
 Usage::
 
@@ -30,8 +30,8 @@ import numpy as np
 
 from optimize import injection_data as data
 from program.atomic import write_atomic
-from program.instruction_judge import JUDGE_FILE, InstructionJudge, embed, features, normalise
-from program.model_files import cache_root
+from program.judges.instruction import JUDGE_FILE, InstructionJudge, embed, features, normalise
+from program.lm.model_files import cache_root
 
 SOURCES = ("first-set", "blind-train", "synthetic", "benign")
 
@@ -88,7 +88,7 @@ def _blind_train_clean(cases: list[dict]) -> list[str]:
 
 
 def cached_embeddings(texts: list[str]) -> np.ndarray:
-    """The rows' embeddings (``program.instruction_judge.embed`` of the normalised texts), kept
+    """The rows' embeddings (``program.judges.instruction.embed`` of the normalised texts), kept
     in the cache folder under the texts' hash: embedding 45,000 sentences takes about 11
     minutes on 2 cores, and a rerun on the same rows (same data and seed) reuses them."""
     import hashlib

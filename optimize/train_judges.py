@@ -28,8 +28,8 @@ import numpy as np
 
 from optimize import judge_data as jd
 from program.judges import JudgeChoice, JudgeSet, LinearJudge
-from program.judges.store import corpus_key
 from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
+from program.judges.store import corpus_key
 
 GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
 LABELED_SUPPORT_WEIGHT = 10.0
@@ -153,18 +153,18 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     """Train, calibrate and measure the three judges; return them with their figures.
 
     Args:
-        popqa_kb: the PopQA knowledge base (``program.resources.knowledge_base()``).
+        popqa_kb: the PopQA knowledge base (``program.app.resources.knowledge_base()``).
         adversarial_kb: the adversarial help-centre knowledge base.
         embedder: the all-MiniLM-L6-v2 embedder (``encode(list[str])``).
         web: the search backend whose pages the strip judge also learns from; default the
-            PopQA offline web snapshot (``program.resources.web_backend("snapshot")``).
+            PopQA offline web snapshot (``program.app.resources.web_backend("snapshot")``).
     """
     if web is None:
-        from program.resources import web_backend
+        from program.app.resources import web_backend
 
         web = web_backend("snapshot")
     from eval_sets import adversarial
-    from eval_sets.popqa import load_questions, read_jsonl, KNOWLEDGE_BASE_PATH
+    from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
 
     started = time.perf_counter()
 
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="folder to save judges.json into (default: only print)")
     args = parser.parse_args(argv)
     from eval_sets.adversarial import KB_DIR
-    from program import resources
+    from program.app import resources
     from program.judges import save_judges
 
     judges = train_judges(resources.knowledge_base(), resources.knowledge_base(KB_DIR), resources.embedder())

@@ -42,7 +42,6 @@ import numpy as np
 
 from optimize import judge_data as jd
 from optimize import train_judges as tj
-
 from program.atomic import write_atomic
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
@@ -135,7 +134,7 @@ def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0
     from optimize.lm_questions import write_questions
     from optimize.synthetic_rows import document_source
     from optimize.train_cross_encoder import cross_encoder_figures
-    from program import resources
+    from program.app import resources
 
     embedder = resources.embedder()
     kbs = {name: resources.knowledge_base(DOMAINS[name].kb_dir) for name in DOMAINS}
@@ -217,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
         return 2
     if args.questions:
-        from program.lm import configure_lm
+        from program.lm.configure import configure_lm
 
         configure_lm(args.model)
     started = time.perf_counter()

@@ -1,5 +1,5 @@
 import sys
 
-from program.cli import main
+from program.app.cli import main
 
 sys.exit(main())

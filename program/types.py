@@ -168,11 +168,11 @@ class Trace:
         steps: cost of each named step, in order.
         events: notable decisions and failures, in order.
         rewritten_query: the last web search query (``RewriteQuery``'s output).
-        web: one record per web search (``program.web_path.WebResult.to_trace``): the question,
+        web: one record per web search (``program.stages.web_path.WebResult.to_trace``): the question,
             the rewritten query, the backend, the hits, how many the domain scope dropped, the
             pages fetched and the fetch failures, and the error when the web gave nothing.
         caps_hit: one ``{"cap", "limit", "detail"}`` per cap that stopped or trimmed the work
-            (``program.caps``: seconds, tokens, lm_calls, lm_retries, web_pages, strips, claims).
+            (``program.guards.caps``: seconds, tokens, lm_calls, lm_retries, web_pages, strips, claims).
         judges: who decided each judgment (``program.judges.JudgeSet.report``): ``judgments``
             (passage, strip, support, usefulness -> ``trained`` / ``lm`` / ``cascade``),
             ``adapted`` (the judges were adapted to this knowledge base from its documents) and
@@ -229,7 +229,7 @@ class CRAGResult:
         confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
         citations: the strips the answer cites, numbered as in the answer.
         sentences: the answer's sentences with their citations and support
-            (``program.attribution``); empty for the fallback and for an abstention.
+            (``program.stages.attribution``); empty for the fallback and for an abstention.
         grades: per-chunk grades with reasons.
         strips: the knowledge strips kept after decompose-then-recompose.
         claims: the answer's claims with support verdicts.
@@ -240,13 +240,13 @@ class CRAGResult:
         corrected_grades: the grades of the passages the correction found (the rewritten
             query's new knowledge-base passages and the web pages), when they were judged.
         usefulness: Self-RAG's IsUse for the final answer of the self-check, in [0, 1]
-            (``program.usefulness``); -1.0 when not judged (no judges, or no self-check).
+            (``program.stages.usefulness``); -1.0 when not judged (no judges, or no self-check).
         retrieval_skipped: True when the retrieval decider (``CRAG(decide_retrieval=True)``,
             ``DecideRetrieval``) judged that the question needs no sources, and the answer was
             written closed-book (``AnswerClosedBook``): no grades, strips, claims or citations.
         trace: steps with LM calls, tokens and seconds, and notable events.
         mode: ``closed``, ``rag``, ``crag`` (no claim check), ``self-crag`` (the whole program) or
-            ``langgraph`` (LangGraph's CRAG tutorial, ``program.baselines.LangGraphCRAG``).
+            ``langgraph`` (LangGraph's CRAG tutorial, ``program.stages.baselines.LangGraphCRAG``).
     """
 
     question: str

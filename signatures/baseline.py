@@ -1,4 +1,4 @@
-"""The LangGraph CRAG tutorial's two judgments, for the ``langgraph`` baseline (``program.baselines``).
+"""The LangGraph CRAG tutorial's two judgments, for the ``langgraph`` baseline (``program.stages.baselines``).
 
 The popular CRAG recipe (LangGraph's "langgraph_crag" tutorial) grades each retrieved document
 with one binary relevance question and rewrites the question for web search when any

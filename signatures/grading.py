@@ -3,9 +3,9 @@
 Neither asks the model for a score or a category: asked for those, the small local model
 (Qwen2.5-Coder-1.5B) answered "irrelevant" or "no" to nearly everything. GradeRetrieval asks
 for yes/no judgments on a passage, which do separate relevant from irrelevant passages
-(``program.evaluator.score_grade`` turns them into a score); StripRelevance shows the model
+(``program.stages.evaluator.score_grade`` turns them into a score); StripRelevance shows the model
 one strip and asks it to copy the answer out of it, or NONE; the copy is checked against the
-strip (``program.refine.score_span``). One call per strip: shown all strips of a question at
+strip (``program.stages.refine.score_span``). One call per strip: shown all strips of a question at
 once, the 1.5B model copied something out of nearly every row, relevant or not (11 of the 12
 dev rows without an answering strip), and CRAG's accuracy on the adversarial dev questions
 fell from 55 % to 25 %.

@@ -2,11 +2,12 @@
 
 CheckClaimSupport asks for the evidence sentence that states the claim, not for a verdict:
 asked for fully / partially / no, the small local model almost never said "fully". The quote
-is then checked against the evidence and the claim (``program.selfcheck.judge_support``),
+is then checked against the evidence and the claim (``program.stages.selfcheck.judge_support``),
 which gives Self-RAG's three verdicts and cannot be fooled by an invented quote.
 """
 
 import dspy
+
 
 class ExtractClaims(dspy.Signature):
     """Split the answer into its atomic factual claims, each a short standalone sentence.

@@ -31,8 +31,8 @@ def acme(edition: int) -> str:
 def answer(url: str, out: str, stop: str) -> None:
     import dspy
 
-    from program.crag import CRAG
     from program.retrieval import KnowledgeBase
+    from program.stages.crag import CRAG
     from tests.conftest import default_rules
     from tests.fake_lm import FakeLM
 

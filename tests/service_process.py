@@ -33,7 +33,7 @@ def write_docs(folder: Path) -> Path:
 
 
 def program_env(cache: Path, **extra) -> dict:
-    # DSPY_CACHEDIR too: importing program.lm set it in this process to the project's LM cache, where a
+    # DSPY_CACHEDIR too: importing program.lm.configure set it in this process to the project's LM cache, where a
     # subprocess would find answers cached by another test (the cache key ignores the api_base)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "CRAG_CACHE_DIR": str(cache), "DSPY_CACHEDIR": str(cache / "dspy"),
            "CRAG_API_KEY": "test-key", **extra}

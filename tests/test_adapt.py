@@ -100,7 +100,7 @@ def test_a_failed_write_keeps_the_previous_adaptation(kbs, compiled, other_sourc
 
 def test_load_compiled_picks_the_adapted_judges_for_their_knowledge_base_only(kbs, compiled, other_source,
                                                                               embedder, fake_lm):
-    from program.compiled import load_compiled
+    from program.app.compiled import load_compiled
 
     _adapt(kbs[0], compiled, other_source, embedder)
     own = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder)
@@ -143,7 +143,7 @@ def test_leave_out_flags_need_kb():
 
 
 def test_index_no_adapt_says_so(tmp_path, capsys):
-    from program.cli import main
+    from program.app.cli import main
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -155,7 +155,7 @@ def test_index_no_adapt_says_so(tmp_path, capsys):
 
 def test_index_adapts_by_default(kbs, tmp_path, other_source, capsys, monkeypatch):
     """``index`` adapts after indexing, into the compile named by --compiled (labeled sources stubbed)."""
-    from program.cli import main
+    from program.app.cli import main
 
     compiled = tmp_path / "compiled"
     shutil.copytree(ROOT / "compiled", compiled, ignore=shutil.ignore_patterns("adapted"))
@@ -171,10 +171,10 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, capsys, monkeypatc
 
 
 def test_ask_says_who_judged(kbs, compiled, other_source, embedder, fake_lm, capsys, monkeypatch):
-    from program.cli import judges_line
+    from program.app.cli import judges_line
 
     _adapt(kbs[0], compiled, other_source, embedder)
-    from program.compiled import load_compiled
+    from program.app.compiled import load_compiled
 
     report = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder).judges_report()
     assert judges_line(report) == ("judges: passage trained, strip trained, support trained, usefulness trained; "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from program.attribution import answer_sentences, attribute, citation_quality
+from program.stages.attribution import answer_sentences, attribute, citation_quality
 from program.text import without_footnotes
 from program.types import Strip
 

@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from program.compiled import CompiledError, load_compiled, save_compiled
-from program.crag import CRAG
+from program.app.compiled import CompiledError, load_compiled, save_compiled
+from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 
@@ -128,22 +128,22 @@ def test_load_compiled_refuses_a_broken_folder_in_one_line(name, tmp_path, fake_
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_ask_refuses_a_broken_compiled_folder_with_exit_2(name, tmp_path, capsys, monkeypatch):
-    from program.cli import main
+    from program.app.cli import main
 
     folder = _save(tmp_path / "compiled")
     REFUSED[name][0](folder)
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", str(folder), "--web", "none"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.fullmatch("error: " + _pattern(name, folder), err[0]), err
 
 
 def test_a_missing_folder_is_refused_before_anything_loads(tmp_path, capsys, monkeypatch):
-    from program.cli import main
+    from program.app.cli import main
 
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", str(tmp_path / "gone")]) == 2
     assert capsys.readouterr().err == f"error: no compiled program in {tmp_path / 'gone'}\n"
     with pytest.raises(FileNotFoundError, match="python -m optimize.compile"):
@@ -185,16 +185,16 @@ def test_a_save_killed_between_its_two_renames_is_completed_by_the_next_load(tmp
 
 
 def test_the_cli_prints_warnings_as_one_line(tmp_path, capsys, monkeypatch):
-    from program.cli import main
+    from program.app.cli import main
 
     folder = _save(tmp_path / "compiled")
     _edit_json(folder / "manifest.json", lambda m: m.update(dspy_version="2.6.27"))
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     from tests.conftest import default_rules
     from tests.fake_lm import FakeLM
 
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: __import__("dspy").configure(lm=FakeLM(default_rules())) or FakeLM(default_rules()))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: __import__("dspy").configure(lm=FakeLM(default_rules())) or FakeLM(default_rules()))
     def show(message, category, filename, lineno, file=None, line=None):  # Python's default, unlike pytest's
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from program.retrieval import CorpusError
@@ -60,7 +61,7 @@ def test_the_cli_refuses_a_broken_corpus_in_one_line(name, command, corpora, cli
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_python_api_raises_a_corpus_error_naming_the_file(name, corpora, tmp_path, embedder):
-    from program import resources
+    from program.app import resources
 
     path, pattern = corpora[name]
     with pytest.raises(CorpusError) as caught:

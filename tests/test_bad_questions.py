@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from program.adapter import escape_field_markers
-from program.crag import CRAG, QuestionError
+from program.lm.adapter import escape_field_markers
+from program.stages.crag import CRAG, QuestionError
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 REFUSED = {
@@ -55,11 +55,11 @@ def test_the_python_api_refuses_a_bad_question_in_one_line(name, fake_lm):
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_ask_refuses_a_bad_question_before_loading_anything(name, capsys, monkeypatch):
-    from program.cli import main
+    from program.app.cli import main
 
     question, message = REFUSED[name]
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
     assert main(["ask", question]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1

@@ -8,9 +8,9 @@ import time
 import dspy
 import pytest
 
-from program.caps import QuestionCaps, apply_caps
-from program.crag import CRAG
-from program.instruction_judge import embed
+from program.guards.caps import QuestionCaps, apply_caps
+from program.judges.instruction import embed
+from program.stages.crag import CRAG
 from program.types import FALLBACK_ANSWER
 from signatures import GenerateAnswer, GradeRetrieval
 from tests.conftest import FOUNDING, ListKnowledgeBase
@@ -41,10 +41,10 @@ def test_the_caps_come_from_the_environment_and_refuse_bad_values(monkeypatch):
 
 
 def test_ask_refuses_a_bad_cap_in_one_line(monkeypatch, capsys):
-    from program.cli import main
+    from program.app.cli import main
 
     monkeypatch.setenv("CRAG_MAX_CLAIMS", "0")
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["ask", QUESTION, "--web", "none"]) == 2
     assert capsys.readouterr().err == "error: cap claims (CRAG_MAX_CLAIMS) must be > 0, got 0\n"
 
@@ -68,7 +68,7 @@ def test_the_time_cap_stops_the_question_before_its_next_step(fake_lm):
 
 
 def test_a_hanging_served_model_is_cut_at_the_time_cap(monkeypatch):
-    from program.lm import build_lm
+    from program.lm.configure import build_lm
     from tests.served_fake_lm import start
 
     server = start(fault="timeout", hang=30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from program.cli import main
+from program.app.cli import main
 
 
 def test_index_builds_then_reuses(tmp_path, capsys):
@@ -30,21 +30,21 @@ def test_index_reports_a_broken_corpus(tmp_path, capsys):
 
 @pytest.mark.parametrize("question, message", [("   ", "the question is empty"), ("x" * 2001, "the limit is 2000")])
 def test_ask_rejects_bad_questions_with_a_clear_error(question, message, capsys, monkeypatch):
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["ask", question]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_ask_decide_retrieval_answers_a_greeting_without_sources(tmp_path, capsys, monkeypatch, fake_lm):
-    from program.compiled import save_compiled
-    from program.crag import CRAG
+    from program.app.compiled import save_compiled
+    from program.stages.crag import CRAG
     from signatures import AnswerClosedBook
     from tests.conftest import FOUNDING, ListKnowledgeBase
 
     kb = ListKnowledgeBase([FOUNDING])
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: kb)
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: kb)
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello! How can I help?"}
     save_compiled(CRAG(None), {"lm": "fake"}, tmp_path)  # a compile without the decider
     assert main(["ask", "Hi there!", "--compiled", str(tmp_path), "--web", "none", "--decide-retrieval"]) == 0
@@ -61,9 +61,9 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
 
     from tests.conftest import FOUNDING, ListKnowledgeBase
 
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     trace = tmp_path / "trace" / "steps.jsonl"
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none",
                  "--trace-jsonl", str(trace)]) == 0
@@ -82,7 +82,7 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
 ])
 def test_serve_refuses_bad_flags_in_one_line_before_loading_a_model(args, message, capsys, monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and len(err.strip().splitlines()) == 1

@@ -7,15 +7,8 @@ import json
 import pytest
 
 from optimize import compile as compile_mod
-from program.compiled import load_compiled
-from signatures import (
-    CheckClaimSupport,
-    DecideRetrieval,
-    GenerateAnswer,
-    GradeRetrieval,
-    RewriteQuery,
-    StripRelevance,
-)
+from program.app.compiled import load_compiled
+from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance
 from tests.conftest import ListKnowledgeBase
 from tests.fake_lm import FakeLM, parse_list
 
@@ -58,7 +51,7 @@ def toy_judges_with_figures():
 
 
 def _adversarial_only(compile_mod):
-    from program import resources
+    from program.app import resources
 
     def knowledge_base(source=None):
         assert source is not None, "the compile under test must not build the PopQA knowledge base"
@@ -136,7 +129,7 @@ def test_new_test_rows_do_not_outdate_a_compile_but_new_train_rows_do(tmp_path):
 
 
 def test_label_span_writes_a_strip_label_as_the_signatures_output():
-    from program.refine import score_span
+    from program.stages.refine import score_span
 
     strip = "Michael Hutchings (born 1949) is a professional chef who is best known as the chef/owner of Michael's Waterside."
     span = compile_mod.label_span(strip, True)

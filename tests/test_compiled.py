@@ -7,8 +7,8 @@ import json
 import dspy
 import pytest
 
-from program.compiled import has_compiled, load_compiled, read_manifest, save_compiled
-from program.crag import CRAG
+from program.app.compiled import has_compiled, load_compiled, read_manifest, save_compiled
+from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 

@@ -4,7 +4,7 @@ through the Python API and answers with the fake LM."""
 from __future__ import annotations
 
 from program import load_compiled
-from program.compiled import COMPILED_DIR, read_manifest
+from program.app.compiled import COMPILED_DIR, read_manifest
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
@@ -29,7 +29,7 @@ def test_the_committed_compiles_rewrite_is_traced_as_the_correction(fake_lm):
     # know its RewriteQuery: no "rewrite" event, and the web page's strips were labeled "internal"
     import dspy
 
-    from program.tracing import StepRecorder
+    from program.app.tracing import StepRecorder
     from tests.conftest import FakeWeb
 
     page = ("https://en.wikipedia.org/wiki/Acme_Rockets", FOUNDING)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from program.crag import CRAG, QuestionError
+from program.stages.crag import CRAG, QuestionError
 from program.types import FALLBACK_ANSWER, Action
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
 

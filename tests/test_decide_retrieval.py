@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from program.crag import CRAG
+from program.stages.crag import CRAG
 from program.types import Action
 from signatures import AnswerClosedBook, DecideRetrieval
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
@@ -87,7 +87,7 @@ def test_crag_mode_skips_too(fake_lm):
 
 
 def test_a_compiled_program_without_the_decider_loads_with_it(tmp_path, fake_lm):
-    from program.compiled import load_compiled, save_compiled
+    from program.app.compiled import load_compiled, save_compiled
 
     program = CRAG(knowledge_base=None)
     program.generator.generate.signature = program.generator.generate.signature.with_instructions("Compiled.")
@@ -102,9 +102,9 @@ def test_a_compiled_program_without_the_decider_loads_with_it(tmp_path, fake_lm)
 
 
 def test_factory_applies_the_option_to_crag_modes_only(fake_lm, monkeypatch):
-    from program.factory import build_program
+    from program.app.factory import build_program
 
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     kb = ListKnowledgeBase([FOUNDING])
     for mode in ("crag", "self-crag"):
         program = build_program(mode, compiled_dir=None, knowledge_base=kb, web=None, decide_retrieval=True)

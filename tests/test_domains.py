@@ -106,7 +106,7 @@ def test_an_unknown_domain_is_one_line():
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))
 def test_one_query_of_each_domain_runs_through_the_program(name, fake_lm, tmp_path, monkeypatch):
-    monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
     out = tmp_path / "run"
     code = evaluate.main(["--set", name, "--split", "test", "--limit", "1", "--modes", "rag,crag",
                           "--compiled", "none", "--groundedness", "off", "--out", str(out)])

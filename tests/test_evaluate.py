@@ -1,6 +1,6 @@
 """Tests for the PopQA sampler, the PopQA metric and ``python -m optimize.evaluate``.
 
-The evaluate tests replace ``program.factory`` and ``program.lm`` with fake modules in
+The evaluate tests replace ``program.app.factory`` and ``program.lm.configure`` with fake modules in
 ``sys.modules``: no model, no retrieval, fixed ``CRAGResult`` objects per question.
 """
 
@@ -89,7 +89,7 @@ def _result(question: str, answer: str, action: Action | None, fallback: bool = 
 
 @pytest.fixture
 def fake_program(monkeypatch):
-    """Install fake ``program.factory`` / ``program.lm``; returns the list of built modes."""
+    """Install fake ``program.app.factory`` / ``program.lm.configure``; returns the list of built modes."""
     qs = load_questions(limit=4, seed=0)
     gold = {q["question"]: q["possible_answers"][0] for q in qs}
     q0, q1, q2, q3 = (q["question"] for q in qs)
@@ -116,12 +116,12 @@ def fake_program(monkeypatch):
         return FakeProgram(mode)
 
     configured: list = []
-    factory = types.ModuleType("program.factory")
+    factory = types.ModuleType("program.app.factory")
     factory.build_program = build_program
-    lm = types.ModuleType("program.lm")
+    lm = types.ModuleType("program.lm.configure")
     lm.configure_lm = lambda model=None: configured.append(model) or types.SimpleNamespace(model=model)
-    monkeypatch.setitem(__import__("sys").modules, "program.factory", factory)
-    monkeypatch.setitem(__import__("sys").modules, "program.lm", lm)
+    monkeypatch.setitem(__import__("sys").modules, "program.app.factory", factory)
+    monkeypatch.setitem(__import__("sys").modules, "program.lm.configure", lm)
     return types.SimpleNamespace(qs=qs, built=built, configured=configured)
 
 

@@ -16,8 +16,8 @@ import pytest
 from optimize import eval_data, evaluate
 from optimize.metrics import percentile
 from optimize.report import read_results, summarize
-from program.baselines import ClosedBook, VanillaRAG
-from program.crag import CRAG
+from program.stages.baselines import ClosedBook, VanillaRAG
+from program.stages.crag import CRAG
 from program.types import Passage
 from signatures import AnswerClosedBook, GenerateAnswer, RewriteQuery
 from tests.conftest import FOUNDING, generate
@@ -91,9 +91,9 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
         return counting(CRAG(QuestionKB(), web=QuestionWeb(), k=2, self_check=mode == "self-crag",
                              decide_retrieval=decide_retrieval), mode)
 
-    monkeypatch.setattr("program.factory.build_program", build_program)
-    monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a, **k: None)
+    monkeypatch.setattr("program.app.factory.build_program", build_program)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a, **k: None)
     monkeypatch.setattr(eval_data, "load_domain_rows", lambda name, kind, split: ROWS)
 
     def run(*args, out="run"):
@@ -341,7 +341,7 @@ def test_summary_of_an_older_csv(tmp_path):
 
 def test_post_hoc_checker_uses_the_compiled_prompts(tmp_path):
     from optimize.record import claim_checker
-    from program.selfcheck import ClaimChecker
+    from program.stages.selfcheck import ClaimChecker
 
     state = ClaimChecker().support.dump_state()
     state["signature"]["instructions"] = "Compiled support instructions."
@@ -356,7 +356,7 @@ def test_a_mode_that_cannot_be_built(run_eval, monkeypatch):
     def broken(mode, **kwargs):
         raise RuntimeError("no index")
 
-    monkeypatch.setattr("program.factory.build_program", broken)
+    monkeypatch.setattr("program.app.factory.build_program", broken)
     code, out = run_eval("--modes", "rag")
     assert code == 1
     s = json.loads((out / "summary.json").read_text())

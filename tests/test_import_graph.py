@@ -75,3 +75,47 @@ def test_a_planted_circle_is_caught_at_the_top_or_inside_a_function(where, tmp_p
     assert sorted(set(import_cycle(package))) == ["pkg.a", "pkg.sub.b", "pkg.sub.c"]
     (package / "sub" / "c.py").write_text("import json\n")  # the circle broken
     assert import_cycle(package) is None
+
+
+def unexplained_function_imports(package: Path) -> list[str]:
+    """``"file:line"`` of every import inside a function of ``package`` with no comment saying why:
+    on its own line, or on the line above the block of imports it belongs to."""
+    out = []
+    for f in sorted(package.rglob("*.py")):
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or "#" in lines[node.lineno - 1]:
+                    continue
+                above = node.lineno - 2  # walk up over the block's other imports and blank lines
+                while above >= 0 and (not lines[above].strip() or lines[above].lstrip().startswith(("import ", "from "))):
+                    above -= 1
+                if above < 0 or not lines[above].lstrip().startswith("#"):
+                    out.append(f"{f.relative_to(package.parent).as_posix()}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports sit at the top of modules; one inside a function loads something heavy or optional
+    lazily on purpose, and a comment says so."""
+    assert unexplained_function_imports(ROOT / "program") == []
+
+
+def test_an_unexplained_function_import_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("def f():\n    import json\n    return json\n\n\n"
+                                  "def g():\n    # lazy on purpose: heavy\n    import csv\n    import json\n    return csv, json\n")
+    assert unexplained_function_imports(package) == ["pkg/a.py:2"]
+
+
+def test_the_program_top_level_holds_only_shared_modules():
+    """The program's parts live in packages (stages, judges, retrieval, web, lm, guards, app); at the
+    top only what every part shares: the typed objects between stages, text helpers, paths,
+    environment flags and atomic writes."""
+    top = sorted(f.name for f in (ROOT / "program").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "paths.py", "text.py", "types.py"]
+    packages = sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file())
+    assert packages == ["app", "guards", "judges", "lm", "retrieval", "stages", "web"]

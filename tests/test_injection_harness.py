@@ -71,7 +71,7 @@ def measured(tmp_path, monkeypatch, embedder):
 
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     lm = FakeLM(rules(load_cases()))
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: lm)
     import dspy
 
     with dspy.context(lm=lm):
@@ -124,7 +124,7 @@ def test_a_split_of_another_set_is_measured_with_language_and_style_rows(tmp_pat
 
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     lm = FakeLM(rules(load_cases(BLIND / "cases.jsonl")))
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: lm)
     import dspy
 
     with dspy.context(lm=lm):

@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from program.instruction_judge import InstructionJudge, default_judge, normalise
-from program.instructions import InstructionFilter, instruction_cue, set_aside_instructions
+from program.judges.instruction import InstructionJudge, default_judge, normalise
+from program.stages.instructions import InstructionFilter, instruction_cue, set_aside_instructions
 from program.types import Passage
 
 ANSWER = "The Veltmoor lighthouse was built by the engineer Ada Kessling in 1884."

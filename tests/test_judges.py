@@ -9,11 +9,11 @@ import zlib
 import numpy as np
 import pytest
 
-from program.crag import CRAG
-from program.judges import JudgeChoice, JudgesFileError, JudgeSet, LinearJudge, load_judges, save_judges
-from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, entity_names,
-                                     name_phrase, passage_features)
-from program.stale import set_aside_stale, source_status
+from program.judges import JudgeChoice, JudgeSet, JudgesFileError, LinearJudge, load_judges, save_judges
+from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, entity_names, name_phrase,
+                                     passage_features)
+from program.stages.crag import CRAG
+from program.stages.stale import set_aside_stale, source_status
 from program.types import Action, ChunkGrade, Passage
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
 
@@ -115,7 +115,7 @@ def test_cascade_asks_the_lm_only_inside_the_band(fake_lm):
 
 
 def test_unsupported_claim_scored_by_the_support_judge(fake_lm):
-    from program.selfcheck import ClaimChecker
+    from program.stages.selfcheck import ClaimChecker
     from program.types import Strip
 
     checker = ClaimChecker(judges=toy_judges())
@@ -128,7 +128,7 @@ def test_unsupported_claim_scored_by_the_support_judge(fake_lm):
 
 def test_a_claim_naming_the_asked_entity_in_full_is_supported_by_its_surname(fake_lm):
     # the bug: "William Perry Hay was born in Eureka, Illinois." fell back for want of "William Perry"
-    from program.selfcheck import ClaimChecker, without_asked_entity
+    from program.stages.selfcheck import ClaimChecker, without_asked_entity
     from program.types import Strip
 
     question = "In what city was William Perry Hay born?"
@@ -211,7 +211,7 @@ def test_a_current_page_that_mentions_the_deprecated_version_stays_current():
 
 
 def test_evaluator_thresholds_follow_the_passage_judge_in_use():
-    from program.compiled import LM_THRESHOLDS, evaluator_thresholds
+    from program.app.compiled import LM_THRESHOLDS, evaluator_thresholds
     from program.judges.store import corpus_key
 
     class KB:
@@ -274,7 +274,7 @@ def test_the_correction_refines_a_web_page_the_passage_judge_scores_low(fake_lm)
 def test_the_support_judge_reads_the_claims_answer_words(fake_lm):
     # failing PopQA dev claim: "Maurice was a politician." passed on "John D. Maurice is an American
     # journalist." (half its words); the question now tells the judge which word is the answer
-    from program.selfcheck import ClaimChecker
+    from program.stages.selfcheck import ClaimChecker
     from program.types import Strip
 
     judges = toy_judges()
@@ -306,7 +306,7 @@ def test_usefulness_borrows_the_passage_choice_of_its_knowledge_base(fake_lm):
     # failing help-centre dev answers: the trained passage judge scored 30 of 31 right answers
     # (their key facts) below the retry threshold 0.2, so self-crag retried nearly every answer there
     import signatures
-    from program.usefulness import UsefulnessJudge
+    from program.stages.usefulness import UsefulnessJudge
 
     assert toy_judges(passage="lm").choice("usefulness").use == "lm"
     assert toy_judges(passage="cascade").choice("usefulness").use == "trained"  # the band is for passages

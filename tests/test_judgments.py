@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from program.evaluator import decide_action, score_grade
-from program.refine import decompose, score_span
-from program.selfcheck import is_abstention, judge_support, strip_citations
+from program.stages.evaluator import decide_action, score_grade
+from program.stages.refine import decompose, score_span
+from program.stages.selfcheck import is_abstention, judge_support, strip_citations
 from program.types import Action, ChunkGrade, Passage
 
 
@@ -103,7 +103,7 @@ def test_abstentions_and_citation_stripping():
 
 def test_possessive_claim_is_supported_by_its_evidence():
     # the failing case from the README's question: "Espinal's" never matched "Espinal"
-    from program.selfcheck import judge_support
+    from program.stages.selfcheck import judge_support
 
     evidence = ("Herlyn Iván Espinal Martínez (14 September 1982 – 20 July 2014) was a Honduran "
                 "journalist and television reporter who worked for Hoy Mismo.")
@@ -112,7 +112,7 @@ def test_possessive_claim_is_supported_by_its_evidence():
 
 
 def test_not_specified_in_the_context_is_an_abstention():
-    from program.selfcheck import is_abstention
+    from program.stages.selfcheck import is_abstention
 
     assert is_abstention("Espinal's occupation is not specified in the given context.")
     assert not is_abstention("Espinal was a journalist.")
@@ -120,7 +120,7 @@ def test_not_specified_in_the_context_is_an_abstention():
 
 def test_a_hyphenated_name_does_not_fail_a_claim_its_evidence_states_word_for_word():
     # failing dev row: names() kept "In-person" whole while words() split it, so the name was never found
-    from program.selfcheck import judge_support
+    from program.stages.selfcheck import judge_support
     from program.text import names
 
     claim = "In-person payments on Paylane Terminal can be captured within 2 days."
@@ -146,14 +146,14 @@ def test_a_hyphenated_name_does_not_fail_a_claim_its_evidence_states_word_for_wo
     ],
 )
 def test_a_claim_must_hold_its_answer_words(question, claim, evidence, verdict):
-    from program.selfcheck import answer_words, lexical_support
+    from program.stages.selfcheck import answer_words, lexical_support
 
     assert lexical_support(claim, evidence, question) == verdict
     assert answer_words("Maurice was a politician.", "What is John D. Maurice's occupation?") == {"politician"}
 
 
 def test_without_the_question_a_claim_is_checked_as_before():
-    from program.selfcheck import lexical_support
+    from program.stages.selfcheck import lexical_support
 
     # half the claim's words: partially supported when the question is unknown (adversarial rows)
     assert lexical_support("Maurice was a politician.", "John D. Maurice is an American journalist.") == "partially"
@@ -164,10 +164,10 @@ def test_the_evaluator_scores_from_token_probabilities_when_asked():
     from the LM's token probabilities; without, from the sampled words (the same replies)."""
     import dspy
 
-    from program.evaluator import RetrievalEvaluator
+    from program.stages.evaluator import RetrievalEvaluator
     from program.types import Passage
     from signatures import GradeRetrieval
-    from tests.fake_lm import P, FakeLM
+    from tests.fake_lm import FakeLM, P
 
     lm = FakeLM({GradeRetrieval: lambda i: {"same_entity": P(0.9), "answers_question": P(0.45), "outdated": P(0.1)}})
     passage = Passage("refunds.md#1", "Refunds take 5-10 business days.")
@@ -194,10 +194,10 @@ def test_an_lm_without_log_probabilities_is_read_by_its_words(monkeypatch):
     every grade "unparseable" (score 0); such an LM is asked for the words only."""
     import dspy
 
-    from program.evaluator import RetrievalEvaluator
+    from program.stages.evaluator import RetrievalEvaluator
     from program.types import Passage
     from signatures import GradeRetrieval
-    from tests.fake_lm import P, FakeLM
+    from tests.fake_lm import FakeLM, P
 
     lm = FakeLM({GradeRetrieval: lambda i: {"same_entity": P(0.9), "answers_question": P(0.45), "outdated": P(0.1)}})
     monkeypatch.setattr(type(lm.engine), "logprobs", False)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from program.compiled import load_compiled, save_compiled
-from program.crag import CRAG
+from program.app.compiled import load_compiled, save_compiled
 from program.retrieval import KnowledgeBase
+from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 from tests.service_process import ROOT, program_env
 
@@ -140,8 +140,8 @@ def test_compile_save_killed_at_random_points_never_leaves_a_broken_compile(tmp_
     always loads as one of them, its thresholds with its own prompts."""
     folder = tmp_path / "compiled"
     saver = ("import itertools, sys, dspy\n"
-             "from program.compiled import save_compiled\n"
-             "from program.crag import CRAG\n"
+             "from program.app.compiled import save_compiled\n"
+             "from program.stages.crag import CRAG\n"
              "a, b = CRAG(None), CRAG(None)\n"
              "a.generator.generate.demos = [dspy.Example(question='q', context=['c'], answer='a')]\n"
              "print('saving', file=sys.stderr, flush=True)\n"

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from program.baselines import LangGraphCRAG
-from program.factory import build_program as real_build_program
+from program.app.factory import build_program as real_build_program
+from program.stages.baselines import LangGraphCRAG
 from program.types import Action, CRAGResult
 from program.web.base import WebSearchError
 from signatures import GradeDocumentBinary, RewriteForWebSearch
@@ -147,9 +147,9 @@ def test_grading_and_rewriting_run_at_temperature_zero(fake_lm):
 
 
 def test_factory_builds_langgraph_with_the_shared_compiled_generator(fake_lm, monkeypatch):
-    from program.compiled import COMPILED_DIR, has_compiled
+    from program.app.compiled import COMPILED_DIR, has_compiled
 
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     kb, web = ListKnowledgeBase([FOUNDING, OFF_TOPIC]), FakeWeb(PAGES)
     program = real_build_program("langgraph", compiled_dir=None, knowledge_base=kb, web=web)
     assert isinstance(program, LangGraphCRAG)
@@ -181,8 +181,8 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
         return real_build_program(mode, compiled_dir=None, knowledge_base=QuestionKB(), web=web, k=2,
                                   decide_retrieval=decide_retrieval)
 
-    monkeypatch.setattr("program.factory.build_program", build_program)
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
+    monkeypatch.setattr("program.app.factory.build_program", build_program)
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     code, out = run_eval("--modes", "rag,langgraph")
     assert code == 0
     s = json.loads((out / "summary.json").read_text())

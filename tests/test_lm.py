@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import dspy
 import pytest
 
-from program import model_files
-from program.lm import build_lm
+from program.lm import model_files
+from program.lm.configure import build_lm
 from signatures import RewriteQuery
 
 

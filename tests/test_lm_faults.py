@@ -12,10 +12,10 @@ import time
 import dspy
 import pytest
 
-from program.caps import QuestionCaps
-from program.crag import CRAG
-from program.lm import build_lm
-from program.lm_retry import LMServiceError
+from program.guards.caps import QuestionCaps
+from program.lm.configure import build_lm
+from program.lm.retry import LMServiceError
+from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 from tests.served_fake_lm import start
 
@@ -92,7 +92,7 @@ def test_a_retry_after_beyond_the_question_deadline_stops_the_question_at_once(s
 
 
 def test_a_server_retry_after_is_capped_by_max_wait(server, monkeypatch):
-    from program.lm_retry import RetryingLM
+    from program.lm.retry import RetryingLM
 
     srv = server(fault="429", retry_after=3600)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")

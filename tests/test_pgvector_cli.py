@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from program.cli import main
+from program.app.cli import main
 from program.retrieval.postgres import PgVectorKnowledgeBase
 from program.retrieval.postgres.url import DatabaseURL
 from tests.conftest import FOUNDING
@@ -24,10 +24,10 @@ def corpus(tmp_path):
 @pytest.fixture
 def uncompiled(tmp_path, fake_lm, monkeypatch):
     """A compiled-program folder holding the uncompiled signatures, and the fake LM in place of a model."""
-    from program.compiled import save_compiled
-    from program.crag import CRAG
+    from program.app.compiled import save_compiled
+    from program.stages.crag import CRAG
 
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
     save_compiled(CRAG(None), {"lm": "fake"}, tmp_path / "compiled")
     return tmp_path / "compiled"
 
@@ -81,16 +81,16 @@ def test_evaluate_answers_from_the_kb_flag(corpus, pg_url, fake_lm, tmp_path, mo
     rows = [{"id": "q1", "question": "Who founded Acme Rockets?", "relation": "founder", "gold": ["Jane Roe"],
              "expected_action": None, "answerable": True, "needs_retrieval": True}]
     monkeypatch.setattr(evaluate, "load_set", lambda *a: rows)
-    monkeypatch.setattr("program.lm.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
     seen = []
 
     def build_program(mode, *, knowledge_base=None, **kw):
-        from program.baselines import VanillaRAG
+        from program.stages.baselines import VanillaRAG
 
         seen.append(knowledge_base)
         return VanillaRAG(knowledge_base, k=1)
 
-    monkeypatch.setattr("program.factory.build_program", build_program)
+    monkeypatch.setattr("program.app.factory.build_program", build_program)
     out = tmp_path / "run"
     assert evaluate.main(["--modes", "rag", "--compiled", "none", "--groundedness", "off", "--kb", pg_url,
                           "--out", str(out)]) == 0

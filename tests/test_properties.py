@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from program.question import QUESTION_PATTERN, QuestionError, validate_question
+from program.guards.question import QUESTION_PATTERN, QuestionError, validate_question
 from program.retrieval.chunking import _FENCE, _HEADING, chunk_document, split_sentences
 from program.retrieval.corpus import CorpusError, Document, load_documents
 

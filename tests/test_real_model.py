@@ -6,9 +6,9 @@ import dspy
 import pytest
 
 from eval_sets.popqa import load_questions
-from program import resources
-from program.crag import CRAG
-from program.lm import build_lm
+from program.app import resources
+from program.lm.configure import build_lm
+from program.stages.crag import CRAG
 from program.types import Action, CRAGResult
 
 pytestmark = pytest.mark.real_model
@@ -49,7 +49,7 @@ def test_real_model_answers_popqa_questions(program):
 
 def test_real_model_with_the_compiled_judges(program):
     """The committed compile (prompts, trained judges, PopQA thresholds) on the real 0.5B model."""
-    from program.compiled import load_compiled
+    from program.app.compiled import load_compiled
 
     crag, lm = program
     compiled = load_compiled(knowledge_base=crag.knowledge_base, web="snapshot", embedder=crag.refiner.embedder)
@@ -67,7 +67,7 @@ def test_real_model_with_the_compiled_judges(program):
 def test_real_model_grades_with_token_probabilities(program):
     """llama.cpp's log probabilities reach the evaluator: the grade is a score between the
     words' bands, and the explanation names each probability."""
-    from program.evaluator import RetrievalEvaluator
+    from program.stages.evaluator import RetrievalEvaluator
     from program.types import Passage
 
     _, lm = program

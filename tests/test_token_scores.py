@@ -1,4 +1,4 @@
-"""A boolean field's probability from the LM's token log probabilities (program.token_scores)."""
+"""A boolean field's probability from the LM's token log probabilities (program.lm.token_scores)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from program.lm import _token_logprobs
-from program.token_scores import field_probability
+from program.lm.configure import _token_logprobs
+from program.lm.token_scores import field_probability
 
 
 def _entry(token: str, alternatives: dict[str, float] | None = None) -> dict:
@@ -60,7 +60,7 @@ def test_llama_cpp_logprobs_become_lm15_token_logprobs():
 def test_log_probabilities_are_asked_only_of_lms_that_give_them():
     import dspy
 
-    from program.lm import LlamaCppEngine, supports_logprobs
+    from program.lm.configure import LlamaCppEngine, supports_logprobs
     from tests.fake_lm import FakeLM
 
     assert LlamaCppEngine.logprobs is True and supports_logprobs(FakeLM({}))

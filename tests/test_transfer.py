@@ -13,7 +13,7 @@ from optimize.judge_sources import domain_source, fit_judges
 
 @pytest.fixture(scope="module")
 def help_centre(embedder):
-    from program import resources
+    from program.app import resources
 
     kb = resources.knowledge_base(DOMAINS["adversarial"].kb_dir)
     return kb, domain_source("adversarial", kb, embedder)

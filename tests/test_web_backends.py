@@ -175,7 +175,7 @@ def test_registry_and_environment(monkeypatch, tmp_path):
 
 
 def test_resources_builds_backends_by_name(monkeypatch, web_config):
-    from program import resources
+    from program.app import resources
 
     monkeypatch.setenv("SEARXNG_URL", web_config.searx_url)
     assert isinstance(resources.web_backend("searxng"), SearxngBackend)

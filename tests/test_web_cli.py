@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from program.cli import main
+from program.app.cli import main
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 Q = "Who founded Acme Rockets?"
@@ -20,10 +20,10 @@ def cli(fake_lm, monkeypatch, tmp_path):
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("CRAG_WEB", "SEARXNG_URL", "CRAG_WEB_ALLOW", "CRAG_WEB_BLOCK"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: fake_lm)
-    monkeypatch.setattr("program.resources.knowledge_base", lambda *a: ListKnowledgeBase([OFF_TOPIC]))
-    monkeypatch.setattr("program.resources.embedder", lambda: None)
-    for where in ("program.startup", "program.factory"):  # no compiled program: the uncompiled signatures
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([OFF_TOPIC]))
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
+    for where in ("program.app.startup", "program.app.factory"):  # no compiled program: the uncompiled signatures
         monkeypatch.setattr(f"{where}.has_compiled", lambda *a: False)
     return tmp_path
 
@@ -80,6 +80,6 @@ def test_ask_without_private_urls_refuses_the_loopback_pages(cli, web_server, ca
 ])
 def test_ask_reports_a_backend_that_cannot_be_set_up(args, message, cli, capsys, monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    monkeypatch.setattr("program.lm.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
     assert main(["ask", Q, *args]) == 2
     assert capsys.readouterr().err.startswith(message)

@@ -3,10 +3,10 @@ filter as internal documents, and failures that never end the program."""
 
 from __future__ import annotations
 
-from program.crag import CRAG
+from program.stages.crag import CRAG
+from program.stages.web_path import WebSearcher
 from program.types import FALLBACK_ANSWER, Action
 from program.web.registry import build_backend
-from program.web_path import WebSearcher
 from signatures import GradeRetrieval, RewriteQuery
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
 from tests.fake_lm import parse_list

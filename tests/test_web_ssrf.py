@@ -15,10 +15,10 @@ from urllib.parse import quote
 
 import pytest
 
+from program.stages.web_path import WebSearcher
 from program.web.base import SearchHit
 from program.web.fetch import FetchError, PageFetcher
 from program.web.safety import UnsafeURLError, check_url
-from program.web_path import WebSearcher
 from tests.web_server import Handler
 
 PRIVATE_NAMES = {

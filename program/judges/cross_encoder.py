@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from program.retrieval.embedding import default_model_path
+
 MAX_LENGTH = 192  # word pieces: a 200-token chunk and its question (the embedder truncates at 256)
 
 
@@ -36,10 +38,9 @@ class CrossEncoderJudge:
     """
 
     def __init__(self, model_dir: str | Path | None = None, max_length: int = MAX_LENGTH, seed: int = 0):
+        # lazy on purpose: torch and sentence-transformers take seconds; only this judge needs them
         import torch
         from sentence_transformers import CrossEncoder
-
-        from program.retrieval.embedding import default_model_path
 
         torch.manual_seed(seed)
         self.seed = seed
@@ -52,7 +53,7 @@ class CrossEncoderJudge:
 
         Raises:
             ValueError: pairs and labels of different lengths, or no pairs."""
-        import torch
+        import torch  # lazy on purpose, as __init__
 
         if len(pairs) != len(labels) or not pairs:
             raise ValueError(f"fit needs as many labels as pairs (got {len(pairs)} pairs, {len(labels)} labels)")

@@ -126,9 +126,9 @@ def support_features(claim: str, sentences: list[str], cosines: list[float], cos
         sentences: the evidence's sentences (``evidence_sentences``), at least one.
         cosines: cosine of the claim with each sentence, same order.
         cosine_all: cosine of the claim with the whole evidence.
-        lexical_verdict: ``program.selfcheck.lexical_support`` as 1.0 / 0.5 / 0.0.
+        lexical_verdict: ``program.stages.selfcheck.lexical_support`` as 1.0 / 0.5 / 0.0.
         question: the question the claim answers ("" when unknown): the share of the claim's
-            answer words (``program.selfcheck.answer_words``) in the best sentence and in
+            answer words (``program.stages.selfcheck.answer_words``) in the best sentence and in
             the whole evidence are features too.
 
     Returns:

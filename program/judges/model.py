@@ -18,6 +18,7 @@ HASH_FEATURES = 2 ** 18
 
 
 def _hasher():
+    # lazy on purpose: scikit-learn loads in about a second; a judge scores without it until it hashes cues
     from sklearn.feature_extraction import FeatureHasher
 
     return FeatureHasher(n_features=HASH_FEATURES, input_type="string", alternate_sign=False)
@@ -68,6 +69,7 @@ class LinearJudge:
         Raises:
             ValueError: fewer than two classes in ``labels``, or mismatched lengths.
         """
+        # lazy on purpose: only training needs scipy and scikit-learn's solver
         from scipy import sparse
         from sklearn.linear_model import LogisticRegression
 

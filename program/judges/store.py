@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.features import (cue_pairs, evidence_sentences, passage_features, strip_features,
-                                     support_features)
+from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
 from program.judges.model import LinearJudge
+from program.retrieval.embedding import get_embedder
 
 JUDGES_FILE = "judges.json"
 JUDGMENTS = ("passage", "strip", "support")
@@ -43,11 +43,23 @@ class JudgeChoice:
     use: str = "trained"
     band: tuple[float, float] = (0.3, 0.7)
 
+    @property
+    def trained(self) -> bool:
+        """True when a trained judge scores first (``trained``, or ``cascade`` before the LM)."""
+        return self.use != "lm"
+
     def asks_lm(self, trained_score: float | None) -> bool:
         """True when the LM must judge (``lm``, or ``cascade`` with the score inside the band)."""
         if self.use == "lm" or trained_score is None:
             return True
         return self.use == "cascade" and self.band[0] <= trained_score < self.band[1]
+
+
+def who_judges(judges: "JudgeSet | None", judgment: str) -> JudgeChoice:
+    """Who decides ``judgment`` (``passage``, ``strip``, ``support``, ``usefulness``): the one
+    place every stage asks. ``judges.choice(judgment)`` (measured per knowledge base by the
+    compile, DESIGN.md "Judges"), or the LM when the program has no trained judges."""
+    return judges.choice(judgment) if judges is not None else JudgeChoice("lm")
 
 
 def judged_text(passage) -> str:
@@ -135,7 +147,7 @@ class JudgeSet:
         else the LM.
 
         Usefulness has no labeled rows of its own; it is read by the passage judge
-        (``program.usefulness``), so it borrows the passage judgment's choice: the LM where the
+        (``program.stages.usefulness``), so it borrows the passage judgment's choice: the LM where the
         LM judges passages, else the trained judge. A cascade's band was calibrated on passage
         scores, not answers', so it is not applied to answers.
         """
@@ -165,9 +177,7 @@ class JudgeSet:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
-            from program.resources import embedder
-
-            self.embedder = embedder()
+            self.embedder = get_embedder()
         return np.asarray(self.embedder.encode(texts))
 
     def passage_scores(self, question: str, passages) -> list[float]:

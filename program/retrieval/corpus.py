@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bs4 import BeautifulSoup
+
 log = logging.getLogger(__name__)
 
 JSONL_EXTS = {".jsonl"}
@@ -269,8 +271,6 @@ def html_to_text(html: str) -> tuple[str, str]:
     Text keeps block structure: paragraphs separated by blank lines, headings rendered as
     Markdown ``#`` lines. Whitespace inside a paragraph is collapsed to single spaces.
     """
-    from bs4 import BeautifulSoup
-
     soup = BeautifulSoup(html, "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for tag in soup.find_all(_DROP_TAGS + ["title", "head"]):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,6 @@ def default_model_path() -> Path:
     if override:
         path = Path(override)
     else:
-        from importlib import metadata
         try:
             dist = metadata.distribution(PACKAGE)
         except metadata.PackageNotFoundError:
@@ -97,6 +97,7 @@ class Embedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar per process
+                # lazy on purpose: torch and sentence-transformers take seconds; loaded with the first text embedded
                 import torch
                 from sentence_transformers import SentenceTransformer
 

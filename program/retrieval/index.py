@@ -41,13 +41,14 @@ from pathlib import Path
 
 import faiss
 
-from program.retrieval.base import IndexNotFoundError, KnowledgeBaseError, embed_text, file_sha256  # noqa: F401 (re-exported)
+from program.retrieval.base import (IndexNotFoundError, KnowledgeBaseError, embed_text,  # noqa: F401 (re-exported)
+                                    file_sha256)
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.progress import BuildProgress
-from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 from program.types import Passage
 
@@ -201,6 +202,7 @@ class KnowledgeBase:
         from program.retrieval.postgres.url import is_database_url
 
         if is_database_url(str(location)):
+            # psycopg and the pgvector store load only for a database location
             from program.retrieval.postgres.store import PgVectorKnowledgeBase
 
             return PgVectorKnowledgeBase.connect(str(location), embedder)

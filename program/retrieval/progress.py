@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from tqdm import tqdm
 
 from program.env import env_flag
 
@@ -44,8 +45,6 @@ class BuildProgress:
         self._files = None
 
     def _bar(self, total: int, desc: str, unit: str):
-        from tqdm import tqdm
-
         return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True,
                     disable=not self.enabled)
 

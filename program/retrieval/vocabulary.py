@@ -137,6 +137,7 @@ def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[s
         ``(terms, kinds, sources)``: ``sources[i]`` lists the indexes of the chunks term i was
         collected from.
     """
+    # lazy on purpose: scikit-learn loads only when a vocabulary is built
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
     p = {**DEFAULT_PARAMS, **(params or {})}

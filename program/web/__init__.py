@@ -18,7 +18,7 @@ _LAZY = {  # these pull in the retrieval stack (faiss, embeddings): imported on 
 
 def __getattr__(name):
     if name in _LAZY:
-        from importlib import import_module
+        from importlib import import_module  # only for the lazy names above
 
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'program.web' has no attribute {name!r}")

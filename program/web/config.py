@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from program.paths import cache_root
+
 BACKEND_NAMES = ("snapshot", "searxng", "duckduckgo", "wikipedia", "tavily", "serper", "brave", "none")
 
 # environment variable -> WebConfig field
@@ -101,8 +103,6 @@ class WebConfig:
     @property
     def page_cache_dir(self) -> Path:
         """Where fetched pages are cached: ``cache_dir`` or ``<cache>/web_pages``."""
-        from program.model_files import cache_root
-
         return Path(self.cache_dir) if self.cache_dir else cache_root() / "web_pages"
 
     @classmethod

@@ -23,6 +23,7 @@ BACKENDS = {
 
 
 def _snapshot(config: WebConfig):
+    # the snapshot backend pulls in the retrieval stack (faiss, embeddings): only when it is chosen
     from program.web.snapshot import OfflineSnapshotBackend
 
     backend = OfflineSnapshotBackend(config.snapshot_path or DEFAULT_WEB_SNAPSHOT)

@@ -18,7 +18,7 @@ from program.web.base import SearchHit, WebSearchError
 
 
 def default_cache_dir() -> Path:
-    """Cache root: ``$CRAG_CACHE_DIR`` if set, else ``<project>/.cache`` (``program.model_files.cache_root``)."""
+    """Cache root: ``$CRAG_CACHE_DIR`` if set, else ``<project>/.cache`` (``program.lm.model_files.cache_root``)."""
     return cache_root()
 
 

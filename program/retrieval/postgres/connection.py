@@ -30,6 +30,7 @@ class KnowledgeBaseUnavailable(KnowledgeBaseError):
 def _configure(conn) -> None:
     """Register pgvector's types on a new connection (none yet in a database without the
     extension: the index run creates it, then renews the pool's connections)."""
+    # psycopg loads only when a database is used (program.retrieval imports this package)
     import psycopg
     from pgvector.psycopg import register_vector
 
@@ -57,6 +58,7 @@ class Database:
 
     def __init__(self, url: DatabaseURL, *, min_size: int = 1, max_size: int = 4, attempts: int = 3,
                  backoff: float = 0.2, connect_timeout: float = 10.0):
+        # lazy on purpose, as _configure
         from psycopg_pool import ConnectionPool
 
         self.url, self.attempts, self.backoff, self.connect_timeout = url, max(1, attempts), backoff, connect_timeout
@@ -76,6 +78,7 @@ class Database:
                 the message names the server (password hidden), the attempts and the last error.
             Whatever else ``fn`` raises (SQL errors are not retried: repeating would not help).
         """
+        # lazy on purpose, as _configure
         import psycopg
         from psycopg_pool import PoolTimeout
 

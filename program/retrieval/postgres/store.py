@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 from psycopg import sql
 
+from program.retrieval.base import IndexNotFoundError
 from program.retrieval.chunking import Chunk
 from program.retrieval.embedding import get_embedder
-from program.retrieval.base import IndexNotFoundError
 from program.retrieval.postgres import schema
-from program.retrieval.postgres.schema import check_meta
 from program.retrieval.postgres.connection import Database
+from program.retrieval.postgres.ingest import index_corpus
+from program.retrieval.postgres.schema import check_meta
 from program.retrieval.postgres.url import DatabaseURL
 from program.types import Passage
 
@@ -96,8 +97,6 @@ class PgVectorKnowledgeBase:
             KnowledgeBaseError: another embedding model, dimension or HNSW build parameters.
             KnowledgeBaseUnavailable: the server cannot be reached.
         """
-        from program.retrieval.postgres.ingest import index_corpus
-
         if not 0 < target_tokens <= max_tokens or not 0 <= overlap_tokens < target_tokens:
             raise ValueError(f"bad chunking: target {target_tokens}, max {max_tokens}, overlap {overlap_tokens}")
         emb = embedder or get_embedder()

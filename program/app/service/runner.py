@@ -18,10 +18,13 @@ from dataclasses import dataclass
 import anyio
 import dspy
 
-from program.cost import cancellable
-from program.lm_retry import LMServiceError, will_retry
-from program.tracing import StepRecorder
+from program.app.tracing import StepRecorder
+from program.guards.cost import cancellable
+from program.lm.retry import LMServiceError, will_retry
 from program.types import CRAGResult
+from program.web.base import WebSearchError
+from program.web.config import WebConfig
+from program.web.registry import build_backend
 
 
 class ServiceError(Exception):
@@ -91,10 +94,6 @@ class QuestionRunner:
     def backend(self, name: str | None):
         """The web backend for a request (None: the server's). Raises ``ServiceError`` 400 when it
         cannot be set up (a missing API key or URL)."""
-        from program.web.base import WebSearchError
-        from program.web.config import WebConfig
-        from program.web.registry import build_backend
-
         default = self.program.web_searcher.backend
         if name is None or name == getattr(default, "name", "none"):
             return default

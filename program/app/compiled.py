@@ -22,10 +22,14 @@ import os
 import warnings
 from pathlib import Path
 
+import dspy
+
+from program.app import resources
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import load_adapted
-from program.judges.store import corpus_key
+from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
+from program.stages.crag import CRAG
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
 STATE_FILE = "crag.json"
@@ -152,8 +156,6 @@ def read_manifest(directory: str | Path = COMPILED_DIR) -> dict | None:
 
 def check_dspy_version(directory: str | Path, manifest: dict) -> None:
     """Warn (one line) when the compile was made with another DSPy major.minor version."""
-    import dspy
-
     saved = str(manifest.get("dspy_version") or "")
     running = getattr(dspy, "__version__", "")
     if saved and saved.split(".")[:2] != running.split(".")[:2]:
@@ -216,7 +218,7 @@ def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
     manifest's LM-calibrated ones, or ``LM_THRESHOLDS`` when the compile calibrated the trained
     judge's instead."""
     saved = manifest.get("thresholds", {})
-    if judges is not None and judges.choice("passage").use != "lm":
+    if who_judges(judges, "passage").trained:
         return judges.thresholds_for(knowledge_base)
     try:
         own = manifest.get("lm_thresholds_by_corpus", {}).get(corpus_key(knowledge_base))
@@ -236,7 +238,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
         knowledge_base: a ``KnowledgeBase``; default the embedded PopQA knowledge base.
         web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
-            ``program.web.WebConfig``, or None (see ``program.resources.resolve_web``).
+            ``program.web.WebConfig``, or None (see ``program.app.resources.resolve_web``).
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
         **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``, ``decide_retrieval``...),
             overriding the manifest. A predictor that an option adds and the compiled state does
@@ -244,7 +246,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
             keeps its uncompiled instructions.
 
     Returns:
-        A ready ``program.crag.CRAG``.
+        A ready ``program.stages.crag.CRAG``.
 
     The trained judges (``judges.json``, ``program.judges``) are attached when the compile saved
     them, with the thresholds calibrated on their scores; without them every judgment is asked
@@ -258,9 +260,6 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         CompiledError: a corrupt state or manifest, or a manifest that is not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
-    from program.crag import CRAG
-    from program import resources
-
     directory = Path(directory)
     if not has_compiled(directory):
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")

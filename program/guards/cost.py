@@ -15,9 +15,8 @@ from contextvars import ContextVar
 
 import dspy
 
-from program.caps import current_guard
+from program.guards.caps import current_guard
 from program.types import StepCost, Trace
-
 
 _STOP: ContextVar[threading.Event | None] = ContextVar("crag_stop", default=None)
 
@@ -62,13 +61,13 @@ def step(trace: Trace, name: str):
     Usage: ``with step(trace, "evaluate") as cost: ...``; ``cost.notes`` may be set inside.
     The step is appended to ``trace.steps`` even when the block raises.
 
-    Inside a question run under caps (``program.caps.guarded``), the step first checks them and
+    Inside a question run under caps (``program.guards.caps.guarded``), the step first checks them and
     afterwards adds its calls and tokens to the question's account.
 
     Raises:
         QuestionCancelled: inside ``cancellable(stop)`` once ``stop`` is set; the step does not run.
-        program.caps.CapReached: the question has reached a cap; the step does not run.
-        program.lm_retry.LMServiceError: the LM service failed in this step or before it.
+        program.guards.caps.CapReached: the question has reached a cap; the step does not run.
+        program.lm.retry.LMServiceError: the LM service failed in this step or before it.
     """
     stop = _STOP.get()
     if stop is not None and stop.is_set():

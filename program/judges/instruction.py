@@ -1,6 +1,6 @@
 """A trained judge for sentences that address the model: prompt injection past the cue list.
 
-The cue list (``program.instructions.CUES``) holds for the English phrasings it was written with;
+The cue list (``program.stages.instructions.CUES``) holds for the English phrasings it was written with;
 a German "Ignoriere alle vorherigen Anweisungen", a ``[SYSTEM]:`` tag, "Dear helpful AI, please
 kindly…", Cyrillic look-alike letters or an instruction in base64 pass it. OWASP's LLM01 (prompt
 injection) is the first risk of an LLM application because the attacker chooses the phrasing.
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from program.app.resources import embedder as packaged_embedder
 from program.atomic import write_atomic
 from program.paths import PROJECT_ROOT
-from program.resources import embedder as packaged_embedder
 
 JUDGE_FILE = PROJECT_ROOT / "compiled" / "instruction_judge.json"
 CHAR_FEATURES = WORD_FEATURES = 2 ** 17
@@ -101,6 +101,7 @@ def normalise(sentence: str) -> tuple[str, list[str]]:
 
 @lru_cache(maxsize=1)
 def _vectorizers():
+    # lazy on purpose: scikit-learn loads only when the instruction judge reads text
     from sklearn.feature_extraction.text import HashingVectorizer
 
     char = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 5), n_features=CHAR_FEATURES,
@@ -117,8 +118,9 @@ def features(sentences: list[str], embeddings=None, embedder=None):
 
     Args:
         embeddings: the embeddings, precomputed (n x ``EMBEDDING_DIM``), or None to compute
-            them with ``embedder`` (``program.resources.embedder()`` by default).
+            them with ``embedder`` (``program.app.resources.embedder()`` by default).
     """
+    # lazy on purpose, as _vectorizers
     from scipy import sparse
 
     char, word = _vectorizers()
@@ -132,7 +134,7 @@ def features(sentences: list[str], embeddings=None, embedder=None):
 
 def embed(texts: list[str], embedder=None) -> np.ndarray:
     """The embeddings of already normalised ``texts`` (n x ``EMBEDDING_DIM``) by ``embedder``
-    (default: the packaged MiniLM of ``program.resources.embedder``)."""
+    (default: the packaged MiniLM of ``program.app.resources.embedder``)."""
     embedder = embedder or packaged_embedder()
     return np.asarray(embedder.encode(texts), dtype=float).reshape(len(texts), EMBEDDING_DIM)
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dspy
 
-from program.cost import step
-from program.question import validate_question
-from program.attribution import Attributor, cite
-from program.generation import AnswerGenerator
-from program.lm import CRITIQUE_CONFIG
+from program.guards.cost import step
+from program.guards.question import validate_question
+from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.attribution import Attributor, cite
+from program.stages.generation import AnswerGenerator
 from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
 from program.web.base import WebSearchError
+from program.web.config import WebConfig
 from program.web.excerpt import query_excerpt
+from program.web.scope import DomainScope
 from signatures import AnswerClosedBook, GradeDocumentBinary, RewriteForWebSearch
 
 
@@ -26,7 +28,7 @@ def retrieve(knowledge_base, question: str, k: int) -> tuple[str, Trace, list[Pa
     passages, the search timed as the trace's ``retrieve`` step.
 
     Raises:
-        program.question.QuestionError: an empty or over-long question.
+        program.guards.question.QuestionError: an empty or over-long question.
     """
     question = validate_question(question)
     trace = Trace()
@@ -69,7 +71,7 @@ class VanillaRAG(dspy.Module):
         self.k = k
         self.max_chars = max_chars
         self.generator = AnswerGenerator()
-        self.attributor = Attributor()  # sets the citations (``program.attribution``)
+        self.attributor = Attributor()  # sets the citations (``program.stages.attribution``)
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
@@ -137,7 +139,7 @@ class LangGraphCRAG(dspy.Module):
         self.grader = dspy.Predict(GradeDocumentBinary)
         self.rewriter = dspy.Predict(RewriteForWebSearch)
         self.generator = AnswerGenerator()
-        self.attributor = Attributor()  # sets the citations (``program.attribution``)
+        self.attributor = Attributor()  # sets the citations (``program.stages.attribution``)
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
@@ -213,9 +215,6 @@ class LangGraphCRAG(dspy.Module):
 
 def _in_scope(backend, hits: list) -> list:
     """The hits inside the backend config's allowed domains (all of them without a domain scope)."""
-    from program.web.config import WebConfig
-    from program.web.scope import DomainScope
-
     config = getattr(backend, "config", None)
     scope = DomainScope.from_config(config) if isinstance(config, WebConfig) else None
     return scope.split(hits)[0] if scope is not None and scope.restricted else hits

@@ -19,8 +19,9 @@ from __future__ import annotations
 import dspy
 
 from program.judges.features import STALE_CUES
-from program.lm import CRITIQUE_CONFIG, supports_logprobs
-from program.token_scores import field_probability
+from program.judges.store import who_judges
+from program.lm.configure import CRITIQUE_CONFIG, supports_logprobs
+from program.lm.token_scores import field_probability
 from program.types import Action, ChunkGrade, Passage
 from signatures import GradeRetrieval
 
@@ -102,7 +103,7 @@ def _truth(value) -> float:
 def grade_probabilities(pred) -> tuple[bool | float, bool | float, bool | float]:
     """``(same_entity, answers_question, outdated)`` of a GradeRetrieval prediction: each the
     LM's probability of True when the prediction carries token log probabilities
-    (``program.token_scores``), else the parsed boolean."""
+    (``program.lm.token_scores``), else the parsed boolean."""
     logprobs = pred.get("logprobs") if hasattr(pred, "get") else None
     values = []
     for name in ("same_entity", "answers_question", "outdated"):
@@ -123,7 +124,7 @@ class RetrievalEvaluator(dspy.Module):
             scores inside the band), and its score then stands.
 
         probabilities: score the LM's grade from its token probabilities (``grade_probabilities``)
-            when the configured LM gives them (``program.lm.supports_logprobs``), for thresholds
+            when the configured LM gives them (``program.lm.configure.supports_logprobs``), for thresholds
             calibrated on such scores (``optimize.lm_thresholds``); set by ``load_compiled``.
 
     ``forward(question, passages, stop_at=None, lower=0.2, upper=0.6)``: ``lower`` and ``upper``
@@ -153,7 +154,7 @@ class RetrievalEvaluator(dspy.Module):
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
                 lower: float = 0.2, upper: float = 0.6) -> list[ChunkGrade]:
-        if self.judges is not None and self.judges.choice("passage").use != "lm":
+        if who_judges(self.judges, "passage").trained:
             return self._judge(question, passages, upper, lower)
         grades: list[ChunkGrade] = []
         decided = False  # a graded passage reached stop_at: every later one stays ungraded
@@ -167,7 +168,7 @@ class RetrievalEvaluator(dspy.Module):
         return grades
 
     def _judge(self, question: str, passages: list[Passage], upper: float, lower: float) -> list[ChunkGrade]:
-        choice = self.judges.choice("passage")
+        choice = who_judges(self.judges, "passage")
         grades = []
         for passage, score in zip(passages, self.judges.passage_scores(question, passages)):
             if choice.asks_lm(score):

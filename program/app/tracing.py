@@ -16,7 +16,7 @@ rewrite            ``query`` (RewriteQuery's search query)
 web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
 strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``
 answer             ``answer``, ``strict`` (the stricter retry), ``closed_book``; the last one,
-                   once the answer is cited (``program.attribution``), also ``cited`` (true),
+                   once the answer is cited (``program.stages.attribution``), also ``cited`` (true),
                    ``sentences`` (text, cited, supported, by) and ``citations`` (number,
                    source_id, url, text, title, sentences)
 claims             ``claims`` (text, support, cited, kept, score), ``retry``
@@ -43,6 +43,16 @@ from pathlib import Path
 from typing import Callable
 
 from dspy.utils.callback import BaseCallback
+
+from program.stages.attribution import Attributor
+from program.stages.crag import CRAG
+from program.stages.evaluator import RetrievalEvaluator, decide_action
+from program.stages.generation import AnswerGenerator
+from program.stages.instructions import InstructionFilter
+from program.stages.refine import KnowledgeRefiner
+from program.stages.selfcheck import ClaimChecker
+from program.stages.usefulness import UsefulnessJudge
+from program.stages.web_path import WebSearcher
 
 Sink = Callable[[dict], None]
 
@@ -96,9 +106,6 @@ class StepRecorder(BaseCallback):
         self.lm_calls += 1
 
     def on_module_start(self, call_id, instance, inputs):
-        from program.crag import CRAG
-        from program.evaluator import RetrievalEvaluator
-
         inputs = inputs.get("kwargs", inputs) if isinstance(inputs.get("kwargs"), dict) else inputs  # Module.__call__(**kwargs)
         self._calls[call_id] = (instance, inputs)
         if isinstance(instance, CRAG):
@@ -113,8 +120,6 @@ class StepRecorder(BaseCallback):
         instance, inputs = self._calls.pop(call_id, (None, {}))
         if instance is None:
             return
-        from program.crag import CRAG
-
         if isinstance(instance, CRAG):
             self._depth -= 1
             return
@@ -126,15 +131,6 @@ class StepRecorder(BaseCallback):
         return "initial" if self._evaluations <= 1 and not self._rewritten else "corrected"
 
     def _report(self, instance, inputs: dict, outputs) -> None:
-        from program.attribution import Attributor
-        from program.evaluator import RetrievalEvaluator, decide_action
-        from program.generation import AnswerGenerator
-        from program.instructions import InstructionFilter
-        from program.refine import KnowledgeRefiner
-        from program.selfcheck import ClaimChecker
-        from program.usefulness import UsefulnessJudge
-        from program.web_path import WebSearcher
-
         if isinstance(instance, RetrievalEvaluator):
             lower, upper = inputs.get("lower", 0.2), inputs.get("upper", 0.6)
             stage = self._stage()
@@ -231,6 +227,7 @@ def enable_exporter(name: str) -> None:
     if name not in EXPORTERS:
         raise ValueError(f"unknown trace exporter {name!r}; choose from {', '.join(EXPORTERS)}")
     try:
+        # an optional package: only this exporter needs it
         import mlflow
     except ImportError:
         raise ValueError("the mlflow trace exporter needs MLflow: pip install mlflow") from None

@@ -11,10 +11,10 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.sse import EventSourceResponse
 from fastapi.staticfiles import StaticFiles
 
-from program.service.limits import BodySizeLimit, install_error_handlers
-from program.service.models import AskRequest, ErrorBody, Health, QueueHealth
-from program.service.runner import Options, QuestionRunner, ServiceError
-from program.service.streaming import step_events
+from program.app.service.limits import BodySizeLimit, install_error_handlers
+from program.app.service.models import AskRequest, ErrorBody, Health, QueueHealth
+from program.app.service.runner import Options, QuestionRunner, ServiceError
+from program.app.service.streaming import step_events
 from program.types import CRAGResult
 
 PAGE_DIR = Path(__file__).parent / "page"

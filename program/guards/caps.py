@@ -9,8 +9,8 @@ and claims, each configurable and each hit reported in the trace.
 | ``seconds`` per question | 300 | ``CRAG_MAX_SECONDS`` | before every step and every LM call; a served LM call's timeout is the time left |
 | ``tokens`` (prompt + completion) | 60000 | ``CRAG_MAX_TOKENS`` | before every step |
 | ``lm_calls`` | 40 | ``CRAG_MAX_LM_CALLS`` | before every step |
-| ``lm_retries`` per LM call | 2 | ``CRAG_LM_RETRIES`` | ``program.lm_retry.RetryingLM`` |
-| ``lm_timeout`` s per served LM call | 60 | ``CRAG_LM_TIMEOUT`` | ``program.lm_retry.RetryingLM`` |
+| ``lm_retries`` per LM call | 2 | ``CRAG_LM_RETRIES`` | ``program.lm.retry.RetryingLM`` |
+| ``lm_timeout`` s per served LM call | 60 | ``CRAG_LM_TIMEOUT`` | ``program.lm.retry.RetryingLM`` |
 | ``web_pages`` | 2 | ``CRAG_MAX_WEB_PAGES`` | ``WebSearcher.k`` |
 | ``strips`` kept | 4 | ``CRAG_MAX_STRIPS`` | ``KnowledgeRefiner.max_strips`` |
 | ``claims`` checked | 8 | ``CRAG_MAX_CLAIMS`` | ``ClaimChecker.max_claims`` |
@@ -23,7 +23,7 @@ An LM call already running finishes first: a served one within its timeout (the 
 embedded one within its ``max_tokens``.
 
 A failure of the LM service itself (after the capped retries) is not a cap: it is recorded on
-the guard and raised by the next step as ``program.lm_retry.LMServiceError``.
+the guard and raised by the next step as ``program.lm.retry.LMServiceError``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import dspy
 
-from program.caps import report_cap
+from program.guards.caps import report_cap
 from program.text import clean_copy
 from program.types import Passage
 from program.web.base import SearchHit, WebSearchError

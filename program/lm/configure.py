@@ -5,9 +5,9 @@ server engine, with prompt-prefix caching), wrapped as a DSPy custom engine
 (``dspy.LM(..., engine=...)``, DSPy 3.4's engine contract: ``complete(Request) -> Response``).
 Any other DSPy model string (``openai/...``, ``ollama_chat/...``, ``hosted_vllm/...``) goes
 through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``. Either
-is a ``program.lm_retry.RetryingLM``: a served model's calls have a timeout (``CRAG_LM_TIMEOUT``,
+is a ``program.lm.retry.RetryingLM``: a served model's calls have a timeout (``CRAG_LM_TIMEOUT``,
 60 s) and at most ``CRAG_LM_RETRIES`` (2) bounded retries, then an ``LMServiceError`` naming the
-endpoint; every call first checks the question's time cap (``program.caps``).
+endpoint; every call first checks the question's time cap (``program.guards.caps``).
 
 Choice, in order: the ``model`` argument, the ``CRAG_LM`` environment variable,
 ``embedded-1.5b``. Critique steps ask for temperature 0 themselves (see ``critique``).
@@ -19,15 +19,17 @@ import os
 import threading
 from pathlib import Path
 
-from program.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file
+from program.lm.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file
 
 # Both must be set before dspy is imported: no cost-map download, and a cache DSPy finds again.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("DSPY_CACHEDIR", str(cache_root() / "dspy"))
 
 import dspy  # noqa: E402
-from dspy.lm15 import Message, Response, TextPart, Usage  # noqa: E402
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events  # noqa: E402
 from dspy._vendor.lm15.types import TokenLogprob, TopLogprob  # noqa: E402
+from program.guards.caps import QuestionCaps
+from program.lm.retry import RetryingLM
 
 DEFAULT_MODEL = "embedded-1.5b"
 # Grading, strip relevance and support checks are critiques: deterministic (DESIGN.md).
@@ -49,6 +51,7 @@ class LlamaCppEngine:
     logprobs = True  # returns token log probabilities when a request asks (``Config.logprobs``)
 
     def __init__(self, model_path: str | Path, n_ctx: int = 4096, slots: int = 6, n_threads: int | None = None):
+        # lazy on purpose: the llama.cpp engine loads only with an embedded model
         import xllamacpp as xlc
 
         params = xlc.CommonParams()
@@ -96,8 +99,6 @@ class LlamaCppEngine:
         )
 
     def stream(self, request):
-        from dspy.lm15 import response_to_events
-
         return response_to_events(self.complete(request))
 
     def close(self) -> None:
@@ -140,12 +141,9 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
         A ``dspy.LM``; its ``history`` holds each call's usage.
 
     Raises:
-        program.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
+        program.lm.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
         ValueError: a cap variable (``CRAG_LM_RETRIES``, ``CRAG_LM_TIMEOUT``) that is not a number.
     """
-    from program.caps import QuestionCaps
-    from program.lm_retry import RetryingLM
-
     model = model or os.environ.get("CRAG_LM") or DEFAULT_MODEL
     if model in EMBEDDED_MODELS:
         if model not in _ENGINES:

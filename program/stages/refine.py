@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import dspy
 import numpy as np
 
-from program.caps import report_cap
-from program.instructions import set_aside_instructions
-from program.lm import CRITIQUE_CONFIG
+from program.guards.caps import report_cap
+from program.judges.store import who_judges
+from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.instructions import set_aside_instructions
 from program.text import clean_copy, coverage, is_none
 from program.types import Passage, Strip
 from signatures import StripRelevance
@@ -114,7 +115,7 @@ class KnowledgeRefiner(dspy.Module):
     sentence. (An LM strip grade of NONE is a verdict, not a doubt: nothing is rescued then.)
 
     Before decomposition, sentences that address the model ("Ignore all previous instructions
-    and ...", "Note to AI assistants: ...") are set aside (``program.instructions``) and counted
+    and ...", "Note to AI assistants: ...") are set aside (``program.stages.instructions``) and counted
     in ``last_note``: they are never strips, whatever a judge would score them.
 
     Edge behaviour: a strip whose LM grading output cannot be parsed scores 0 (dropped:
@@ -149,19 +150,20 @@ class KnowledgeRefiner(dspy.Module):
         return _LAST_REPORT.get().note
 
     def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> list[Strip]:
-        # sentences that address the model are not knowledge (program.instructions)
+        # sentences that address the model are not knowledge (program.stages.instructions)
         cleaned = [set_aside_instructions(p) for p in passages]
         passages, set_aside = [p for p, _ in cleaned], sum(len(r) for _, r in cleaned)
         strips = [s for p in passages for s in decompose(p, self.strip_words)]
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
         similarity = self._similarity(question, strips)
-        trained = self.judges is not None and self.judges.choice("strip").use != "lm"
+        choice = who_judges(self.judges, "strip")
+        trained = choice.trained
         threshold = self.judges.thresholds.get("strip_keep", self.keep_threshold) if trained else self.keep_threshold
         if trained:
             for strip, score in zip(strips, self.judges.strip_scores(question, strips, passages, similarity)):
                 strip.relevance = round(score, 4)
-            ask = [s for s in self._prefilter(strips, similarity) if self.judges.choice("strip").asks_lm(s.relevance)]
+            ask = [s for s in self._prefilter(strips, similarity) if choice.asks_lm(s.relevance)]
         else:
             ask = self._prefilter(strips, similarity)
         failures = sum(not self._grade_lm(question, strip) for strip in ask)

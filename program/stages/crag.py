@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import dspy
 
-from program.adapter import inputs_as_data
-from program.attribution import Attributor, cite
-from program.caps import CapReached, QuestionCaps, guarded
-from program.cost import step
-from program.evaluator import UNGRADED, RetrievalEvaluator, decide_action
-from program.generation import AnswerGenerator
-from program.instructions import InstructionFilter
-from program.lm import CRITIQUE_CONFIG
-from program.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
-from program.refine import KnowledgeRefiner
-from program.selfcheck import ClaimChecker, is_abstention, strip_citations
-from program.stale import is_set_aside, set_aside_stale
+from program.guards.caps import CapReached, QuestionCaps, guarded
+from program.guards.cost import step
+from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
+from program.lm.adapter import inputs_as_data
+from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.attribution import Attributor, cite
+from program.stages.evaluator import UNGRADED, RetrievalEvaluator, decide_action
+from program.stages.generation import AnswerGenerator
+from program.stages.instructions import InstructionFilter
+from program.stages.refine import KnowledgeRefiner
+from program.stages.selfcheck import ClaimChecker, is_abstention, strip_citations
+from program.stages.stale import is_set_aside, set_aside_stale
+from program.stages.usefulness import UsefulnessJudge
+from program.stages.web_path import WebSearcher
 from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult, Passage, Strip, Trace
-from program.usefulness import UsefulnessJudge
-from program.web_path import WebSearcher
 from signatures import AnswerClosedBook, DecideRetrieval
+
 
 class CRAG(dspy.Module):
     """Corrective RAG with a claim-level self-check, as one DSPy module.
@@ -62,7 +63,7 @@ class CRAG(dspy.Module):
 
     Stale and contradicting sources: a passage whose source says it is deprecated, archived or
     retired, or a community post, is set aside (kept out of refinement) when another retrieved
-    passage scoring at least ``lower`` is current and official; the trace says which (``program.stale``).
+    passage scoring at least ``lower`` is current and official; the trace says which (``program.stages.stale``).
 
     Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
     the answer is supported by the internal strips, the evaluator was wrong (often a passage
@@ -73,9 +74,9 @@ class CRAG(dspy.Module):
     partially supported ones are kept and flagged; when no claim remains, or there was no
     relevant knowledge at all, the answer is the honest fallback (``FALLBACK_ANSWER``) and
     ``result.fallback`` is True. A question that reaches its time, token or LM-call cap
-    (``caps``, a ``program.caps.QuestionCaps``; default from the environment) stops before its
+    (``caps``, a ``program.guards.caps.QuestionCaps``; default from the environment) stops before its
     next step with the fallback, the cap in ``trace.caps_hit``. ``forward`` raises only
-    ``QuestionError`` for a bad question and ``program.lm_retry.LMServiceError`` when the LM
+    ``QuestionError`` for a bad question and ``program.lm.retry.LMServiceError`` when the LM
     service failed after its capped retries.
 
     Example:
@@ -137,7 +138,7 @@ class CRAG(dspy.Module):
         with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
                 return self._forward(question, trace)
-            except CapReached as cap:  # bounded work (program.caps): stop with the honest fallback
+            except CapReached as cap:  # bounded work (program.guards.caps): stop with the honest fallback
                 trace.note(f"stopped: {cap}; honest fallback")
                 return CRAGResult(question=question, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode)
             finally:

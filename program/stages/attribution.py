@@ -8,7 +8,7 @@ judge of ``program.judges``), so it cites for the model: each sentence of the an
 generator's markers whose strip supports it, and a sentence left without one cites the strip
 that supports it best. A sentence no strip supports cites nothing and is marked unsupported.
 No LM call: the trained support judge scores, or, with no trained judge, the word-overlap
-verdict of ``program.selfcheck.lexical_support`` decides.
+verdict of ``program.stages.selfcheck.lexical_support`` decides.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 import dspy
 
-from program.cost import step
-from program.generation import cited_numbers
-from program.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_sentences, is_abstention,
-                               lexical_support, strip_citations, without_asked_entity)
+from program.guards.cost import step
+from program.stages.generation import cited_numbers
+from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_sentences, is_abstention,
+                                      lexical_support, strip_citations, without_asked_entity)
 from program.types import AnswerSentence, Citation, CRAGResult, Strip
 
 # "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from program import resources
-from program.baselines import ClosedBook, LangGraphCRAG, VanillaRAG
-from program.compiled import COMPILED_DIR, has_compiled, load_compiled
-from program.crag import CRAG
+from program.app import resources
+from program.app.compiled import COMPILED_DIR, has_compiled, load_compiled
+from program.stages.baselines import ClosedBook, LangGraphCRAG, VanillaRAG
+from program.stages.crag import CRAG
 
 MODES = ("closed", "rag", "crag", "self-crag", "langgraph")
 CRAG_MODES = ("crag", "self-crag")  # the modes the retrieval decider applies to
@@ -18,7 +18,7 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     """Return a module whose ``(question=...)`` call gives a ``CRAGResult``.
 
     ``web`` is a backend name (``snapshot``, ``searxng``, ``wikipedia``, ... ``none``), a
-    ``program.web.WebConfig``, a backend object, or None (see ``program.resources.resolve_web``).
+    ``program.web.WebConfig``, a backend object, or None (see ``program.app.resources.resolve_web``).
 
     ``self-crag`` is the whole program: CRAG plus Self-RAG's claim-level support check;
     ``crag`` is the same program without that check (evaluator, actions, refinement, web).
@@ -26,7 +26,7 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     (uncompiled signatures and default thresholds otherwise); ``rag`` shares the compiled
     answer generator, so the two modes differ only by CRAG's corrections.
 
-    ``langgraph`` is LangGraph's CRAG tutorial (``program.baselines.LangGraphCRAG``): the same
+    ``langgraph`` is LangGraph's CRAG tutorial (``program.stages.baselines.LangGraphCRAG``): the same
     knowledge base and ``k``, the same web backend as ``crag`` (``web``; the snapshot by
     default) and the compiled answer generator shared as for ``rag``; its binary grader and
     web-search rewriter are the tutorial's prompts, uncompiled.

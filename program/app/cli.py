@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from program.web.config import BACKEND_NAMES
@@ -72,14 +73,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _ask(args) -> int:
+    # lazy on purpose: dspy, torch and the model load only for the subcommand that needs them, so --help and a refused question answer at once
     import dspy
 
-    from program.crag import QuestionError, validate_question
-    from program.lm import configure_lm
-    from program.lm_retry import LMServiceError
+    from program.app.startup import SetupError, build_program_from_flags, check_setup
+    from program.app.tracing import JsonlTrace, StepRecorder
+    from program.lm.configure import configure_lm
+    from program.lm.retry import LMServiceError
     from program.retrieval import KnowledgeBaseError
-    from program.startup import SetupError, build_program_from_flags, check_setup
-    from program.tracing import JsonlTrace, StepRecorder
+    from program.stages.crag import QuestionError, validate_question
 
     try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
@@ -141,8 +143,8 @@ def judges_line(report: dict) -> str:
 
 def _serve(args) -> int:
     # (the subcommands' modules load dspy, torch and the service: only the one asked for)
-    from program.service.run import serve
-    from program.startup import SetupError
+    from program.app.service.run import serve
+    from program.app.startup import SetupError
 
     try:
         return serve(args)
@@ -152,7 +154,8 @@ def _serve(args) -> int:
 
 
 def _index(args) -> int:
-    from program import resources
+    # lazy on purpose, as in _ask: the index command's modules only
+    from program.app import resources
     from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
     from program.retrieval.postgres.url import is_database_url
 
@@ -162,6 +165,7 @@ def _index(args) -> int:
     target = resources.kb_location(args.kb)
     try:
         if is_database_url(target):
+            # psycopg loads only for a database URL
             from program.retrieval.postgres import PgVectorKnowledgeBase
 
             with PgVectorKnowledgeBase.build(args.path, target) as kb:
@@ -188,7 +192,8 @@ def _index(args) -> int:
 def _adapt(args, kb) -> int:
     """After indexing: adapt the compile's judges to ``kb`` from its documents (``optimize.adapt``),
     unless ``--no-adapt``; reused while the documents are unchanged. 0, or 2 with one line."""
-    from program.compiled import COMPILED_DIR, has_compiled
+    # lazy on purpose: dspy loads only when indexing is done
+    from program.app.compiled import COMPILED_DIR, has_compiled
 
     if args.no_adapt:
         print("judges not adapted (--no-adapt): the compile's own judges will judge this knowledge base")
@@ -209,8 +214,6 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import warnings
-
     warnings.formatwarning = _one_line_warning  # a user sees one line per warning, not a source line
     args = _parser().parse_args(argv)
     return {"ask": _ask, "serve": _serve, "index": _index}[args.command](args)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import os
 import sys
 
-from program.compiled import COMPILED_DIR, has_compiled, read_manifest
+import uvicorn
+
+from program.app.compiled import COMPILED_DIR, has_compiled, read_manifest
+from program.app.service.app import create_app
+from program.app.service.runner import QuestionRunner
+from program.app.startup import SetupError, build_program_from_flags, check_setup
+from program.app.tracing import JsonlTrace
 from program.env import env_flag
+from program.lm.configure import configure_lm, model_name
+from program.lm.model_files import EMBEDDED_MODELS
 
 
 def _compiled_info(args) -> dict | None:
@@ -22,18 +30,9 @@ def _compiled_info(args) -> dict | None:
 def serve(args) -> int:
     """Check the flags, load the LM, knowledge base and program, and serve until interrupted.
 
-    Returns the exit code. Raises ``program.startup.SetupError`` for a bad flag, backend or corpus
+    Returns the exit code. Raises ``program.app.startup.SetupError`` for a bad flag, backend or corpus
     (checked before the model loads).
     """
-    import uvicorn
-
-    from program.startup import SetupError, build_program_from_flags, check_setup
-    from program.lm import configure_lm, model_name
-    from program.model_files import EMBEDDED_MODELS
-    from program.service.app import create_app
-    from program.service.runner import QuestionRunner
-    from program.tracing import JsonlTrace
-
     if args.concurrency is not None and args.concurrency < 1:
         raise SetupError(f"--concurrency must be at least 1, got {args.concurrency}")
     config = check_setup(args)

@@ -17,9 +17,11 @@ import re
 
 import dspy
 
-from program.caps import report_cap
-from program.generation import cited_numbers
-from program.lm import CRITIQUE_CONFIG
+from program.guards.caps import report_cap
+from program.judges.features import entity_names
+from program.judges.store import who_judges
+from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.generation import cited_numbers
 from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, words
 from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
@@ -99,8 +101,6 @@ def without_asked_entity(claim: str, question: str) -> str:
     verify is the asserted fact ("was born in Eureka, Illinois"). A claim left with fewer than
     two content words is checked whole.
     """
-    from program.judges.features import entity_names
-
     asked = entity_names(question)
     kept = [w for w in claim.split() if words(w) == [] or words(w)[0] not in asked]
     rest = " ".join(kept)
@@ -133,7 +133,7 @@ class ClaimChecker(dspy.Module):
     def __init__(self, extract_single_sentence: bool = False, judges=None, max_claims: int = 8):
         super().__init__()
         self.judges = judges
-        self.max_claims = max_claims  # the claims cap (program.caps): the first ones are checked
+        self.max_claims = max_claims  # the claims cap (program.guards.caps): the first ones are checked
         self.extract = dspy.Predict(ExtractClaims)
         self.support = dspy.Predict(CheckClaimSupport)
         self.extract_single_sentence = extract_single_sentence
@@ -179,9 +179,10 @@ class ClaimChecker(dspy.Module):
         if lexical == "fully":
             return lexical, -1.0
         score = -1.0
-        if self.judges is not None and self.judges.choice("support").use != "lm":
+        choice = who_judges(self.judges, "support")
+        if choice.trained:
             score = round(self.judges.support_score(strip_citations(claim), text, VERDICT_VALUE[lexical], question), 4)
-            if not self.judges.choice("support").asks_lm(score):
+            if not choice.asks_lm(score):
                 return self.judges.support_verdict(score), score
         try:
             out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)

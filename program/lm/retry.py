@@ -12,7 +12,7 @@ question then ends in "I don't have reliable information" as if the knowledge ba
   the server asks, but never more than ``max_wait`` seconds nor past the question's deadline;
 * when the retries are spent (or the failure cannot be retried: a bad key, an unknown model),
   :class:`LMServiceError` names the endpoint, the attempts and the last error, and is recorded on
-  the running question's guard (``program.caps``), whose next step raises it. The judges that
+  the running question's guard (``program.guards.caps``), whose next step raises it. The judges that
   caught it as "unparseable" never get to turn an outage into an answer.
 
 Outputs that arrive but do not parse (an empty completion, truncated JSON, a label out of range,
@@ -29,7 +29,7 @@ import dspy
 from dspy.utils.exceptions import (LMAuthError, LMBillingError, LMError, LMProviderError, LMUnsupportedModelError,
                                    is_retryable_lm_error)
 
-from program.caps import CapReached, current_guard
+from program.guards.caps import CapReached, current_guard
 
 # failures that no retry and no other prompt will fix: the question cannot be answered
 _FATAL = (LMAuthError, LMBillingError, LMUnsupportedModelError)

@@ -6,16 +6,19 @@ and reused while the source files are unchanged.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from program.paths import DEFAULT_KB_SOURCE, DEFAULT_WEB_SNAPSHOT, POPQA_DIR, PROJECT_ROOT, cache_root  # noqa: F401
+from program.retrieval import KnowledgeBase, get_embedder
+from program.retrieval.postgres.url import is_database_url
+from program.web.config import WebConfig
+from program.web.registry import build_backend
 
 
 def index_dir_for(source: Path) -> Path:
     """The cache folder for the index of ``source``: ``<cache>/indexes/<name>-<hash of path>``."""
-    import hashlib
-
     try:
         resolved = Path(source).resolve()
     except (OSError, RuntimeError):  # a symlink loop: the corpus loader names it
@@ -43,9 +46,6 @@ def knowledge_base(source: str | Path | None = None, index_dir: str | Path | Non
             with another embedding model, or cannot be reached (one-line messages).
         ValueError: a malformed database URL.
     """
-    from program.retrieval import KnowledgeBase
-    from program.retrieval.postgres.url import is_database_url
-
     if is_database_url(source):
         return KnowledgeBase.connect(source)
     source = Path(source) if source else DEFAULT_KB_SOURCE
@@ -73,9 +73,6 @@ def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = Non
     """
     if name in (None, "none", "off"):
         return None
-    from program.web.config import WebConfig
-    from program.web.registry import build_backend
-
     changes = {"backend": name, **({"snapshot_path": str(snapshot)} if snapshot else {})}
     config = config.with_(**changes) if config is not None else WebConfig.from_env(**changes)
     return build_backend(config)
@@ -84,19 +81,13 @@ def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = Non
 def resolve_web(web):
     """A backend from what callers pass as ``web``: a name or None (``web_backend``), a
     ``WebConfig`` (``program.web.registry.build_backend``), or a backend object (returned as is)."""
-    from program.web.config import WebConfig
-
     if web is None or isinstance(web, str):
         return web_backend(web)
     if isinstance(web, WebConfig):
-        from program.web.registry import build_backend
-
         return build_backend(web)
     return web
 
 
 def embedder():
     """The shared all-MiniLM-L6-v2 embedder (loaded once)."""
-    from program.retrieval import get_embedder
-
     return get_embedder()

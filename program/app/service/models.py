@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from program.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, validate_question
+from program.guards.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, validate_question
 from program.web.config import BACKEND_NAMES
 
 MAX_K = 20

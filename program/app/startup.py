@@ -8,14 +8,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from program import resources
-from program.caps import QuestionCaps, apply_caps
-from program.compiled import COMPILED_DIR, CompiledError, has_compiled
+from program.app import resources
+from program.app.compiled import COMPILED_DIR, CompiledError, has_compiled
+from program.app.factory import build_program
+from program.app.tracing import enable_exporter
 from program.env import env_flag
-from program.factory import build_program
+from program.guards.caps import QuestionCaps, apply_caps
 from program.judges import JudgesFileError
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
-from program.tracing import enable_exporter
 from program.web.base import WebSearchError
 from program.web.config import WebConfig
 from program.web.registry import build_backend
@@ -56,7 +56,7 @@ def build_program_from_flags(args, config, *, decide_retrieval: bool | None = No
     """Load the knowledge base and the (compiled) CRAG program the flags ask for.
 
     ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
-    The caps of ``program.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
+    The caps of ``program.guards.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
     an unreadable corpus, an index that cannot be written, or a broken compiled folder.
     """
     try:

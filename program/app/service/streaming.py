@@ -1,6 +1,6 @@
 """``POST /ask/stream``: the question's step events as server-sent events, as they happen.
 
-Each event of ``program.tracing`` (``question``, ``retrieved``, ``graded``, ``action``,
+Each event of ``program.app.tracing`` (``question``, ``retrieved``, ``graded``, ``action``,
 ``rewrite``, ``web``, ``strips``, ``answer``, ``claims``, ``usefulness``) goes out as soon as the
 worker thread records it, named by its ``event`` field with its JSON as data; then ``result``
 (the whole result, as ``POST /ask`` returns it) or ``error`` (``status`` and ``detail``), then
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 from fastapi.sse import ServerSentEvent
 
-from program.service.runner import Options, QuestionRunner
+from program.app.service.runner import Options, QuestionRunner
 
 
 async def step_events(runner: QuestionRunner, question: str, options: Options) -> AsyncIterator[ServerSentEvent]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dspy
 
-from program.lm import CRITIQUE_CONFIG
-from program.selfcheck import strip_citations
+from program.judges.store import who_judges
+from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.selfcheck import strip_citations
 from program.types import Passage
 from signatures import JudgeUsefulness
 
@@ -48,7 +49,7 @@ class UsefulnessJudge(dspy.Module):
         The evaluator's own thresholds may be calibrated on the LM's passage probabilities
         (``optimize.lm_thresholds``: .55 on the help centre), which say nothing of the
         LM's yes / no here: read against them, an unparsed verdict (0.5) was retried."""
-        if self.judges is not None and self.judges.choice("usefulness").use == "lm":
+        if not who_judges(self.judges, "usefulness").trained:
             return LM_THRESHOLD
         return trained_lower
 
@@ -56,7 +57,7 @@ class UsefulnessJudge(dspy.Module):
         if self.judges is None:
             return NOT_JUDGED
         text = strip_citations(answer)
-        if self.judges.choice("usefulness").use == "lm":
+        if not who_judges(self.judges, "usefulness").trained:
             try:
                 return 1.0 if self.judge(question=question, answer=text, config=CRITIQUE_CONFIG).useful else 0.0
             except Exception:  # unparseable: no verdict either way

@@ -10,7 +10,7 @@ instruction in about a third of the questions whose retrieval reached one.
 
 :func:`set_aside_instructions` removes, sentence by sentence, the ones that match a cue of
 :data:`CUES` (phrases that speak to a model, ask for its prompt or the user's secrets, or dictate
-the answer) or that the trained instruction judge (``program.instruction_judge``: other
+the answer) or that the trained instruction judge (``program.judges.instruction``: other
 languages and disguises) scores at or above its threshold, so that an answering sentence next
 to an injection is kept and the injection is not. CRAG runs it on every retrieved passage before
 the retrieval evaluator (:class:`InstructionFilter`, OWASP's LLM01); the refiner runs it again
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import dspy
 
-from program.instruction_judge import default_judge
+from program.judges.instruction import default_judge
 from program.types import Passage
 
 _MODEL = r"(?:ai|a\.i\.|llms?|language models?|assistants?|chat ?bots?|models?)"
@@ -89,7 +89,7 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
     """``(passage without its sentences addressing the model, those sentences)``.
 
     A sentence is set aside when a cue of :data:`CUES` matches it or when the trained
-    instruction judge (``program.instruction_judge``; ``judge``: an ``InstructionJudge``, None
+    instruction judge (``program.judges.instruction``; ``judge``: an ``InstructionJudge``, None
     for the cues alone, default: the committed one) scores it at or above its threshold.
     Sentences are split as the refiner splits strips (``.``, ``!`` or ``?`` then a capital or a
     digit), line by line; an HTML comment is one unit. The rest of the passage keeps its order
