@@ -353,8 +353,8 @@ def may_overwrite(manifest: dict, out: str | Path, force: bool) -> tuple[bool, s
     return True, f"dev score {new:.4f} >= saved {old:.4f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Compile, calibrate and save; returns 0, or 3 when a worse compile was not saved."""
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser: the compile's flags, and ``--kb``'s for adapting the judges."""
     parser = argparse.ArgumentParser(prog="python -m optimize.compile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     parser.add_argument("--api-base")
@@ -380,11 +380,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --kb: questions the LM writes for sampled chunks (default 0: headings only)")
     parser.add_argument("--time-cap", type=float, default=None,
                         help="with --kb: seconds the LM may spend writing questions (default 900)")
-    args = parser.parse_args(argv)
-    if args.kb:
-        from optimize.adapt import main_for_kb
+    return parser
 
-        return main_for_kb(args, parser)
+
+def _only(args, parser: argparse.ArgumentParser) -> list[str]:
+    """The kinds to compile (``--only``; default ``KINDS``); a flag misused exits through ``parser.error``."""
     if args.leave_out or args.questions is not None or args.time_cap is not None:
         parser.error("--leave-out, --questions and --time-cap go with --kb")
     only = [k.strip() for k in args.only.split(",") if k.strip()] if args.only else list(KINDS)
@@ -392,11 +392,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only: unknown predictor(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
     if args.only and not has_compiled(args.out):
         parser.error(f"--only recompiles part of a saved compile, and {args.out} holds none")
+    return only
 
-    lm = configure_lm(args.model, args.api_base)
-    dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
-    kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
-    program = CRAG(knowledge_base=None, decide_retrieval=True)
+
+def _saved_compile(args, parser: argparse.ArgumentParser, program, lm) -> dict | None:
+    """The manifest saved in ``--out`` when ``--only`` recompiles part of it (its state loaded into
+    ``program``), else None; a compile for another LM or other data exits through ``parser.error``."""
     saved = read_manifest(args.out) if args.only else None
     if saved is not None:
         if saved.get("lm") != model_name(lm):
@@ -404,14 +405,16 @@ def main(argv: list[str] | None = None) -> int:
         if saved.get("data_hash") != data_hash():
             parser.error(f"--only: the labeled data changed since {args.out} was compiled; compile every predictor")
         load_state(program, Path(args.out) / STATE_FILE)
-    judges = reusable_judges(args.out, only)
-    if judges is None:
-        print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
-        judges = build_judges(kb)
-    judges.embedder = judges.embedder or embedder()
-    predictors = dict(program.named_predictors())
-    metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
-    started = time.perf_counter()
+    return saved
+
+
+def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics: dict) -> dict:
+    """The LM's ``(example, prediction, score)`` dev rows per kind, for the judge choice.
+
+    Each kind in ``only`` is compiled: its dev figures go into ``metrics``, its kept demos and
+    signature into ``predictors``. With ``judges`` in ``only``, the saved LM predictors the
+    judges stand in for are measured on the same dev rows (no compiling).
+    """
     lm_rows = {}
     for spec in SPECS:
         if spec.kind not in only:
@@ -424,12 +427,17 @@ def main(argv: list[str] | None = None) -> int:
         lm_rows[spec.kind] = metrics[spec.kind].pop("_rows")
         predictors[spec.path].demos = keep.demos
         predictors[spec.path].signature = keep.signature
-    metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
     if "judges" in only:
         # new judges are compared with the saved LM predictors on the same dev rows (no compiling)
         for spec in SPECS:
             if spec.kind in KIND_OF.values() and spec.kind not in lm_rows:
                 lm_rows[spec.kind] = measure_saved(predictors[spec.path], spec, args.budget, args.dev_rows)
+    return lm_rows
+
+
+def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | None, only: list[str]) -> dict:
+    """Judgment -> its choice between the LM, the trained judge and the cascade (``choose``'s
+    figures); ``judges.choices`` follow it. The saved choice for a judgment not re-measured."""
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
@@ -440,18 +448,24 @@ def main(argv: list[str] | None = None) -> int:
                 judges.choices[judgment] = JudgeChoice(judge_report[judgment]["chosen"])
     else:
         judge_report = saved.get("judges", {}).get("choice", {})
-    print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
-    for judgment, r in judge_report.items():
-        print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} | {r['chosen']} |")
+    return judge_report
+
+
+def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -> dict:
+    """The retrieval evaluator's thresholds (lower, upper, and how they were set): the saved
+    ones, the trained passage judge's, or calibrated for the LM grader (``calibrate_thresholds``)."""
     if saved is not None and not {"judges", "grading"} & set(only):
-        thresholds = saved["thresholds"]  # neither the passage judge nor the LM grader changed
-    elif judges.choice("passage").use != "lm":
-        thresholds = {k: judges.thresholds[k] for k in ("lower", "upper")} | {
+        return saved["thresholds"]  # neither the passage judge nor the LM grader changed
+    if judges.choice("passage").use != "lm":
+        return {k: judges.thresholds[k] for k in ("lower", "upper")} | {
             "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
-    else:
-        thresholds = calibrate_thresholds(predictors["evaluator.grade"])
-    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only,
-                                              calibrate=args.calibrate_lm_scores)
+    return calibrate_thresholds(predictors["evaluator.grade"])
+
+
+def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, judges, lm_thresholds: dict,
+              saved: dict | None, only: list[str], started: float) -> dict:
+    """The compile's manifest (``save_compiled``), ``dev_score`` included; a partial recompile
+    keeps the saved compile's settings and seconds and records its own under ``recompiled``."""
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
@@ -474,10 +488,12 @@ def main(argv: list[str] | None = None) -> int:
             "date": manifest["date"], "optimizer": args.optimizer, "budget": args.budget,
             "seconds": round(time.perf_counter() - started, 1)} for k in only}}
     manifest["dev_score"] = dev_score(manifest)
-    print("\n| predictor | dev before | dev after | kept | demos |\n|---|---|---|---|---|")
-    for kind, m in metrics.items():
-        print(f"| {kind} | {m['before']:.3f} | {m['after']:.3f} | {m['kept']} | {m['demos']} |")
-    print(f"\nthresholds: {json.dumps(thresholds)}\ndev score: {manifest['dev_score']:.4f}")
+    return manifest
+
+
+def _save(args, judges, program, manifest: dict) -> int:
+    """Save the judges and the program into ``--out`` unless worse than the saved compile;
+    the exit code: 0 saved, 3 a worse compile not saved, 2 the files could not be written."""
     ok, why = may_overwrite(manifest, args.out, args.force)
     if not ok:
         print(f"not saved: {why}", file=sys.stderr)
@@ -491,6 +507,46 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"saved to {args.out} ({why})")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compile, calibrate and save; returns 0, or 3 when a worse compile was not saved."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.kb:
+        from optimize.adapt import main_for_kb
+
+        return main_for_kb(args, parser)
+    only = _only(args, parser)
+
+    lm = configure_lm(args.model, args.api_base)
+    dspy.configure(lm=lm.copy(temperature=0.0))  # compile deterministically; the LM cache makes reruns fast
+    kb = knowledge_base(adversarial.KB_DIR)  # rewriting is judged by what its query retrieves
+    program = CRAG(knowledge_base=None, decide_retrieval=True)
+    saved = _saved_compile(args, parser, program, lm)
+    judges = reusable_judges(args.out, only)
+    if judges is None:
+        print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
+        judges = build_judges(kb)
+    judges.embedder = judges.embedder or embedder()
+    predictors = dict(program.named_predictors())
+    metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
+    started = time.perf_counter()
+    lm_rows = _compile_kinds(args, only, kb, judges, predictors, metrics)
+    metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
+    judge_report = _judge_report(judges, lm_rows, predictors, kb, saved, only)
+    print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
+    for judgment, r in judge_report.items():
+        print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} | {r['chosen']} |")
+    thresholds = _thresholds(saved, only, judges, predictors)
+    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only,
+                                              calibrate=args.calibrate_lm_scores)
+    manifest = _manifest(args, lm, thresholds, metrics, judge_report, judges, lm_thresholds, saved, only, started)
+    print("\n| predictor | dev before | dev after | kept | demos |\n|---|---|---|---|---|")
+    for kind, m in metrics.items():
+        print(f"| {kind} | {m['before']:.3f} | {m['after']:.3f} | {m['kept']} | {m['demos']} |")
+    print(f"\nthresholds: {json.dumps(thresholds)}\ndev score: {manifest['dev_score']:.4f}")
+    return _save(args, judges, program, manifest)
 
 
 if __name__ == "__main__":
