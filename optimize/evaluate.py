@@ -60,6 +60,7 @@ import json
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -186,6 +187,139 @@ def ask_all(program, mode: str, rows: list[dict], checker, threads: int, on_done
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+@dataclass
+class _Run:
+    """What the modes' loop did: the (mode, id) pairs asked, the rows skipped as already done,
+    each failed mode's build error, each mode's judges report, and the exit code so far
+    (0, 1 a mode's program could not be built, 130 interrupted)."""
+
+    asked: set[tuple[str, str]] = field(default_factory=set)
+    skipped: int = 0
+    build_errors: dict[str, str] = field(default_factory=dict)
+    judges_by_mode: dict[str, dict] = field(default_factory=dict)
+    code: int = 0
+
+
+def _threads(threads: int, lm) -> int:
+    """Questions asked in parallel: ``--threads``, or 1 for the embedded model (with a note)."""
+    if threads > 1 and str(getattr(lm, "model", "") or "").startswith("local/"):
+        print("note: the embedded model answers one call at a time in this process; --threads set to 1",
+              file=sys.stderr)
+        threads = 1
+    return threads
+
+
+def _sigterm_as_interrupt():
+    """The SIGTERM handler replaced by Ctrl-C's, to restore after the run; None off the main thread."""
+    # A SIGTERM (e.g. `timeout`) ends the run like Ctrl-C: the summary of what was done is written.
+    try:
+        return signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread: leave signals alone
+        return None
+
+
+def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, knowledge_base, run: _Run):
+    """``(program, claim checker or None)`` for the mode, or None when its program could not be
+    built (the error printed and recorded in ``run``, the exit code 1)."""
+    try:
+        program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
+                                decide_retrieval=args.decide_retrieval, web=args.web)
+    except Exception as exc:  # noqa: BLE001
+        print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        run.build_errors[mode] = f"{type(exc).__name__}: {exc}"
+        run.code = 1
+        return None
+    if hasattr(program, "judges_report"):  # who judged, and whether adapted to this knowledge base
+        run.judges_by_mode[mode] = program.judges_report()
+    check = args.groundedness == "auto" and mode in POST_HOC_MODES
+    return program, (claim_checker(program, compiled) if check else None)
+
+
+def _ask_modes(args: argparse.Namespace, rows: list[dict], build_program, knowledge_base, compiled,
+               threads: int, csv_path: Path, steps_path: Path) -> _Run:
+    """Ask each mode's program the rows not done yet, appending to ``results.csv`` and
+    ``steps.csv`` row by row; what was done. Ctrl-C or SIGTERM ends the loop with code 130."""
+    old_term = _sigterm_as_interrupt()
+    done = done_pairs(csv_path) if args.resume else set()
+    run = _Run()
+    fh, writer = _open_csv(csv_path, CSV_COLUMNS)
+    sfh, steps_writer = _open_csv(steps_path, STEP_COLUMNS)
+
+    def record(item):
+        result, steps = item
+        steps_writer.writerows(steps)
+        sfh.flush()
+        writer.writerow(result)
+        fh.flush()
+        run.asked.add((result["mode"], result["id"]))
+        bar.update(1)
+
+    bar = None
+    try:
+        for mode in args.modes:
+            todo = [r for r in rows if (mode, r["id"]) not in done]
+            run.skipped += len(rows) - len(todo)
+            if not todo:
+                continue
+            built = _build_mode(mode, build_program, args, compiled, knowledge_base, run)
+            if built is None:
+                continue
+            program, checker = built
+            bar = tqdm(total=len(todo), desc=mode, unit="q", file=sys.stderr)
+            try:
+                ask_all(program, mode, todo, checker, threads, record)
+            finally:
+                bar.close()
+    except KeyboardInterrupt:
+        print("interrupted: writing the summary of what was done", file=sys.stderr)
+        run.code = 130
+    finally:
+        fh.close()
+        sfh.close()
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+    return run
+
+
+def _summary(args: argparse.Namespace, run: _Run, csv_path: Path, steps_path: Path) -> dict:
+    """Mode -> its figures (``report.summarize_run``) over this run's rows (all rows with
+    ``--resume``), a mode that could not be built with its ``build_error``."""
+    results, steps = report.read_results(csv_path), report.read_steps(steps_path)
+    if not args.resume:  # this run's rows only
+        results, steps = report.only_pairs(results, run.asked), report.only_pairs(steps, run.asked)
+    summary = report.summarize_run(results, steps, args.set_name in DOMAINS)
+    for mode, err in run.build_errors.items():
+        summary.setdefault(mode, {})["build_error"] = err
+    return summary
+
+
+def _plot(summary: dict, path: Path, title: str) -> Path | None:
+    """The accuracy-vs-cost plot's path, or None when drawing it failed (a warning printed)."""
+    try:
+        return plot_modes(summary, path, title)
+    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
+        print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _print_report(args: argparse.Namespace, n_questions: int, model, summary: dict, plot,
+                  csv_path: Path, steps_path: Path, out_dir: Path) -> None:
+    """Print the run's tables (modes, confusion matrices, by relation, cost per step) and its files."""
+    print(f"\n## {args.set_name} ({n_questions} questions, model {model}, seed {args.seed})\n")
+    print(report.markdown_table(summary))
+    for mode, s in summary.items():
+        if s.get("confusion"):
+            print("\n" + report.confusion_table(mode, s["confusion"]))
+    by_relation = report.relation_table(summary)
+    if by_relation:
+        print("\naccuracy by relation / category:\n\n" + by_relation)
+    per_step = report.steps_table(summary)
+    if per_step:
+        print("\nmean cost per answered question, by step:\n\n" + per_step)
+    print(f"\nrows: {csv_path}\nsteps: {steps_path}\nsummary: {out_dir / 'summary.json'}"
+          + (f"\nplot: {plot}" if plot else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the evaluation; returns the exit code (see the module docstring)."""
     args = parse_args(argv)
@@ -214,101 +348,22 @@ def main(argv: list[str] | None = None) -> int:
         import dspy
 
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-    threads = args.threads
-    if threads > 1 and str(getattr(lm, "model", "") or "").startswith("local/"):
-        print("note: the embedded model answers one call at a time in this process; --threads set to 1",
-              file=sys.stderr)
-        threads = 1
-    # A SIGTERM (e.g. `timeout`) ends the run like Ctrl-C: the summary of what was done is written.
-    try:
-        old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    except ValueError:  # not the main thread: leave signals alone
-        old_term = None
+    threads = _threads(args.threads, lm)
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
-    with_expected = args.set_name in DOMAINS
-    done = done_pairs(csv_path) if args.resume else set()
-    asked: set[tuple[str, str]] = set()
-    build_errors: dict[str, str] = {}
-    judges_by_mode: dict[str, dict] = {}
-    skipped, code = 0, 0
-    fh, writer = _open_csv(csv_path, CSV_COLUMNS)
-    sfh, steps_writer = _open_csv(steps_path, STEP_COLUMNS)
+    run = _ask_modes(args, rows, build_program, knowledge_base, compiled, threads, csv_path, steps_path)
 
-    def record(item):
-        result, steps = item
-        steps_writer.writerows(steps)
-        sfh.flush()
-        writer.writerow(result)
-        fh.flush()
-        asked.add((result["mode"], result["id"]))
-        bar.update(1)
-
-    bar = None
-    try:
-        for mode in args.modes:
-            todo = [r for r in rows if (mode, r["id"]) not in done]
-            skipped += len(rows) - len(todo)
-            if not todo:
-                continue
-            try:
-                program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
-                                        decide_retrieval=args.decide_retrieval, web=args.web)
-            except Exception as exc:  # noqa: BLE001
-                print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                build_errors[mode] = f"{type(exc).__name__}: {exc}"
-                code = 1
-                continue
-            if hasattr(program, "judges_report"):  # who judged, and whether adapted to this knowledge base
-                judges_by_mode[mode] = program.judges_report()
-            check = args.groundedness == "auto" and mode in POST_HOC_MODES
-            checker = claim_checker(program, compiled) if check else None
-            bar = tqdm(total=len(todo), desc=mode, unit="q", file=sys.stderr)
-            try:
-                ask_all(program, mode, todo, checker, threads, record)
-            finally:
-                bar.close()
-    except KeyboardInterrupt:
-        print("interrupted: writing the summary of what was done", file=sys.stderr)
-        code = 130
-    finally:
-        fh.close()
-        sfh.close()
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
-
-    results, steps = report.read_results(csv_path), report.read_steps(steps_path)
-    if not args.resume:  # this run's rows only
-        results, steps = report.only_pairs(results, asked), report.only_pairs(steps, asked)
-    summary = report.summarize_run(results, steps, with_expected)
-    for mode, err in build_errors.items():
-        summary.setdefault(mode, {})["build_error"] = err
+    summary = _summary(args, run, csv_path, steps_path)
     model = args.model or getattr(lm, "model", None)
-    plot = None
-    try:
-        plot = plot_modes(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
-    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
-        print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    plot = _plot(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
-            "resume": args.resume, "skipped": skipped,
-            "n_questions": len(rows), "judges": judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
+            "resume": args.resume, "skipped": run.skipped,
+            "n_questions": len(rows), "judges": run.judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}
     (out_dir / "summary.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
-    print(f"\n## {args.set_name} ({len(rows)} questions, model {model}, seed {args.seed})\n")
-    print(report.markdown_table(summary))
-    for mode, s in summary.items():
-        if s.get("confusion"):
-            print("\n" + report.confusion_table(mode, s["confusion"]))
-    by_relation = report.relation_table(summary)
-    if by_relation:
-        print("\naccuracy by relation / category:\n\n" + by_relation)
-    per_step = report.steps_table(summary)
-    if per_step:
-        print("\nmean cost per answered question, by step:\n\n" + per_step)
-    print(f"\nrows: {csv_path}\nsteps: {steps_path}\nsummary: {out_dir / 'summary.json'}"
-          + (f"\nplot: {plot}" if plot else ""))
-    return code
+    _print_report(args, len(rows), model, summary, plot, csv_path, steps_path, out_dir)
+    return run.code
 
 
 if __name__ == "__main__":
