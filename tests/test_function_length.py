@@ -12,7 +12,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 60
 STILL_LONG = {  # to split; "file:function": lines today
-    "program/retrieval/postgres/ingest.py:index_corpus": 84,
     "optimize/train_judges.py:train_judges": 83,
     "optimize/train_instruction_judge.py:main": 81,
     "optimize/judge_sources.py:fit_judges": 81,

@@ -80,6 +80,57 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _new_manifest(source: Path, embedder, chunking: dict, params: dict) -> dict:
+    """The manifest a new table starts with: format, embedding model, chunking, HNSW ``params``, source."""
+    return {"format_version": schema.FORMAT_VERSION, "backend": "pgvector",
+            "embedding": {"model": embedder.name, "dimensions": embedder.dimensions}, "chunking": chunking,
+            "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **params},
+            "source_path": str(source), "created": _now(), "generation": 0}
+
+
+def _open_table(db, table: str, source: Path, embedder, chunking: dict, params: dict, requested: dict,
+                meta: dict) -> None:
+    """Create the tables if missing, check their manifest and HNSW build against ``embedder`` and
+    ``requested``, and record this ingest's chunking, source and index settings in the manifest."""
+    db.run(lambda c: schema.create(c, table, embedder.dimensions, params, meta), what="create tables")
+    db.renew()  # connections opened before CREATE EXTENSION lack the vector type
+    meta = db.run(lambda c: schema.read_meta(c, table), what="read manifest")
+    check_meta(meta, embedder, db.url)
+    built = db.run(lambda c: schema.hnsw_parameters(c, table), what="read index parameters")
+    clash = {k: v for k, v in requested.items() if k in built and built[k] != v}
+    if clash:
+        raise KnowledgeBaseError(f"the HNSW index of {db.url} was built with {built}, not {clash}; "
+                                 f"index into a new table for other build parameters")
+    index = {**meta["index"], **built, **{k: v for k, v in requested.items() if k == "ef_search"}}
+    db.run(lambda c: schema.update_meta(c, table, {"chunking": chunking, "source_path": str(source),
+                                                   "index": index}), what="update manifest")
+
+
+def _live_files(db, table: str) -> dict[str, tuple[str, str]]:
+    """Source file -> ``(sha256, chunking key)`` of every file published in ``table``."""
+    return db.run(lambda c: dict(((f, (s, k)) for f, s, k in c.execute(
+        sql.SQL("SELECT source_file, sha256, chunking FROM {t}").format(t=schema.names(table)["files"])))),
+        what="read files")
+
+
+def _publish_files(db, table: str, source: Path, todo: list[str], rel: dict[str, str], hashes: dict[str, str],
+                   key: str, chunking: dict, embedder, batch_size: int, report: IngestReport) -> None:
+    """Chunk, embed, stage and publish each file of ``todo`` in turn, recording it in ``report``."""
+    docs = load_documents(source)
+    by_file: dict[str, list] = {}
+    for d in docs:
+        by_file.setdefault(rel.get(d.source_path, d.source_path), []).append(d)
+    db.run(lambda c: _clear_stale_staging(c, table, {f: hashes[f] for f in todo}, key), what="clear staging")
+    for f in todo:
+        chunks = [c for d in by_file.get(f, []) for c in chunk_document(
+            d, chunking["target_tokens"], chunking["max_tokens"], chunking["overlap_tokens"])]
+        _stage_file(db, table, f, hashes[f], key, chunks, embedder, batch_size, report)
+        db.run(lambda c: publish_file(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, []))),
+               what=f"publish {f}")
+        report.published.append(f)
+        log.info("published %s: %d chunks", f, len(chunks))
+
+
 def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_params: dict | None = None, *,
                  batch_size: int = 256, with_vocabulary: bool = True) -> IngestReport:
     """Bring ``table`` in line with the corpus at ``source`` (see the module docstring).
@@ -110,47 +161,19 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
     key = chunking_key(chunking)
     requested = dict(index_params or {})
     params = {**schema.HNSW_DEFAULTS, **requested}
-    meta = {"format_version": schema.FORMAT_VERSION, "backend": "pgvector",
-            "embedding": {"model": embedder.name, "dimensions": embedder.dimensions}, "chunking": chunking,
-            "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **params},
-            "source_path": str(source), "created": _now(), "generation": 0}
+    meta = _new_manifest(source, embedder, chunking, params)
     report = IngestReport(files=len(files))
     with db.connection() as lock_conn:
         lock_conn.autocommit = True
         lock_conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [f"crag-kb-ingest:{table}"])
         try:
-            db.run(lambda c: schema.create(c, table, embedder.dimensions, params, meta), what="create tables")
-            db.renew()  # connections opened before CREATE EXTENSION lack the vector type
-            meta = db.run(lambda c: schema.read_meta(c, table), what="read manifest")
-            check_meta(meta, embedder, db.url)
-            built = db.run(lambda c: schema.hnsw_parameters(c, table), what="read index parameters")
-            clash = {k: v for k, v in requested.items() if k in built and built[k] != v}
-            if clash:
-                raise KnowledgeBaseError(f"the HNSW index of {db.url} was built with {built}, not {clash}; "
-                                         f"index into a new table for other build parameters")
-            index = {**meta["index"], **built, **{k: v for k, v in requested.items() if k == "ef_search"}}
-            db.run(lambda c: schema.update_meta(c, table, {"chunking": chunking, "source_path": str(source),
-                                                           "index": index}), what="update manifest")
-            live = db.run(lambda c: dict(((f, (s, k)) for f, s, k in c.execute(
-                sql.SQL("SELECT source_file, sha256, chunking FROM {t}").format(t=schema.names(table)["files"])))),
-                what="read files")
+            _open_table(db, table, source, embedder, chunking, params, requested, meta)
+            live = _live_files(db, table)
             todo = sorted(f for f, h in hashes.items() if live.get(f) != (h, key))
             gone = sorted(set(live) - set(hashes))
             report.unchanged = len(files) - len(todo)
             if todo:
-                docs = load_documents(source)
-                by_file: dict[str, list] = {}
-                for d in docs:
-                    by_file.setdefault(rel.get(d.source_path, d.source_path), []).append(d)
-                db.run(lambda c: _clear_stale_staging(c, table, {f: hashes[f] for f in todo}, key), what="clear staging")
-                for f in todo:
-                    chunks = [c for d in by_file.get(f, []) for c in chunk_document(
-                        d, chunking["target_tokens"], chunking["max_tokens"], chunking["overlap_tokens"])]
-                    _stage_file(db, table, f, hashes[f], key, chunks, embedder, batch_size, report)
-                    db.run(lambda c: publish_file(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, []))),
-                           what=f"publish {f}")
-                    report.published.append(f)
-                    log.info("published %s: %d chunks", f, len(chunks))
+                _publish_files(db, table, source, todo, rel, hashes, key, chunking, embedder, batch_size, report)
             for f in gone:
                 db.run(lambda c: _remove(c, table, f), what=f"remove {f}")
                 report.removed.append(f)
