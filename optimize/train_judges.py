@@ -149,6 +149,63 @@ def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple
     return best
 
 
+def _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder) -> tuple[LinearJudge, jd.Pairs, dict, dict]:
+    """``(passage judge, its training pairs, PopQA thresholds, thresholds by corpus)`` from the train splits."""
+    popqa_train = jd.popqa_passage_pairs(train_q, popqa_kb)
+    adv_train = jd.adversarial_passage_pairs(adv["grading"]["train"], adv["queries"]["train"], adversarial_kb, embedder)
+    passage_pairs = jd.Pairs().extend(popqa_train).extend(adv_train)
+    passage = _fit("passage", PASSAGE_NAMES, passage_pairs)
+    oof = out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
+    n_pop = len(popqa_train)
+    # Thresholds per knowledge base, each on its own training questions' top-3 passages:
+    # one judge's scores mean different things on encyclopedia pages and help-centre pages.
+    best, expected, lower = popqa_expected(popqa_train.groups, popqa_train.labels, oof[:n_pop])
+    popqa_thresholds = {**calibrate_actions(best, expected), "lower": lower}
+    popqa_thresholds["upper"] = max(popqa_thresholds["upper"], lower)
+    query_rows = [i for i in range(n_pop, len(passage_pairs)) if passage_pairs.groups[i].startswith("query-")]
+    adv_best, _, _ = popqa_expected([passage_pairs.groups[i] for i in query_rows],
+                                    [passage_pairs.labels[i] for i in query_rows], oof[query_rows])
+    adv_expected = {r["id"]: r["expected_action"] for r in adv["queries"]["train"] if r.get("needs_retrieval", True)}
+    adv_thresholds = calibrate_actions(adv_best, adv_expected)
+    thresholds = {"lower": popqa_thresholds["lower"], "upper": popqa_thresholds["upper"]}
+    by_corpus = {corpus_key(popqa_kb): {"name": "popqa", **popqa_thresholds},
+                 corpus_key(adversarial_kb): {"name": "adversarial", **adv_thresholds}}
+    return passage, passage_pairs, thresholds, by_corpus
+
+
+def _strip_judge(train_q, adv, popqa_kb, web, embedder) -> tuple[LinearJudge, jd.Pairs, float]:
+    """``(strip judge, its training pairs, keep threshold)``; the threshold is the best out-of-fold F1's."""
+    strip_pairs = (jd.popqa_strip_pairs(train_q, popqa_kb, embedder)
+                   .extend(jd.popqa_web_strip_pairs(train_q, web, embedder))
+                   .extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder)))
+    strip = _fit("strip", STRIP_NAMES, strip_pairs)
+    strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
+    keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
+    return strip, strip_pairs, keep
+
+
+def _support_judge(train_q, docs: dict, adv, popqa_kb, embedder) -> tuple[LinearJudge, jd.Pairs, float, float]:
+    """``(support judge, its training pairs, partially threshold, fully threshold)`` from labeled,
+    synthetic (on ``docs``, PopQA doc_id -> text) and PopQA claim pairs."""
+    train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
+    synthetic = jd.synthetic_support_pairs(train_docs, embedder)
+    claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)
+    support_pairs = (jd.Pairs(cues=None).extend(synthetic).extend(claims)
+                     .extend(jd.support_rows_pairs(adv["support"]["train"], embedder)))
+    # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial
+    # support); the PopQA claims, answers as the generator states them, in between
+    weights = np.array([1.0] * len(synthetic) + [POPQA_CLAIM_WEIGHT] * len(claims)
+                       + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic) - len(claims)))
+    dense, labels = support_pairs.arrays()
+    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=SEED)
+    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
+    labeled = [i for i, g in enumerate(support_pairs.groups) if g.startswith("support-")]
+    popqa_rows = slice(len(synthetic), len(synthetic) + len(claims))
+    lo, hi, _ = calibrate_support_sets(np.asarray(support_pairs.targets)[labeled], support_oof[labeled],
+                                       claims.labels, support_oof[popqa_rows])
+    return support, support_pairs, lo, hi
+
+
 def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> JudgeSet:
     """Train, calibrate and measure the three judges; return them with their figures.
 
@@ -176,52 +233,14 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
            for kind in ("grading", "queries", "strips", "support")}
 
     log_step(f"passage pairs ({len(train_q)} PopQA train questions, adversarial train rows)")
-    popqa_train = jd.popqa_passage_pairs(train_q, popqa_kb)
-    adv_train = jd.adversarial_passage_pairs(adv["grading"]["train"], adv["queries"]["train"], adversarial_kb, embedder)
-    passage_pairs = jd.Pairs().extend(popqa_train).extend(adv_train)
-    passage = _fit("passage", PASSAGE_NAMES, passage_pairs)
-    oof = out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
-    n_pop = len(popqa_train)
-    # Thresholds per knowledge base, each on its own training questions' top-3 passages:
-    # one judge's scores mean different things on encyclopedia pages and help-centre pages.
-    best, expected, lower = popqa_expected(popqa_train.groups, popqa_train.labels, oof[:n_pop])
-    popqa_thresholds = {**calibrate_actions(best, expected), "lower": lower}
-    popqa_thresholds["upper"] = max(popqa_thresholds["upper"], lower)
-    query_rows = [i for i in range(n_pop, len(passage_pairs)) if passage_pairs.groups[i].startswith("query-")]
-    adv_best, _, _ = popqa_expected([passage_pairs.groups[i] for i in query_rows],
-                                    [passage_pairs.labels[i] for i in query_rows], oof[query_rows])
-    adv_expected = {r["id"]: r["expected_action"] for r in adv["queries"]["train"] if r.get("needs_retrieval", True)}
-    adv_thresholds = calibrate_actions(adv_best, adv_expected)
-    thresholds = {"lower": popqa_thresholds["lower"], "upper": popqa_thresholds["upper"]}
-    by_corpus = {corpus_key(popqa_kb): {"name": "popqa", **popqa_thresholds},
-                 corpus_key(adversarial_kb): {"name": "adversarial", **adv_thresholds}}
+    passage, passage_pairs, thresholds, by_corpus = _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder)
 
     log_step("strip pairs")
-    strip_pairs = (jd.popqa_strip_pairs(train_q, popqa_kb, embedder)
-                   .extend(jd.popqa_web_strip_pairs(train_q, web, embedder))
-                   .extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder)))
-    strip = _fit("strip", STRIP_NAMES, strip_pairs)
-    strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
-    keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
+    strip, strip_pairs, keep = _strip_judge(train_q, adv, popqa_kb, web, embedder)
 
     log_step("support pairs (labeled, synthetic and PopQA claims)")
     docs = {r["doc_id"]: r["text"] for r in read_jsonl(KNOWLEDGE_BASE_PATH)}
-    train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
-    synthetic = jd.synthetic_support_pairs(train_docs, embedder)
-    claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)
-    support_pairs = (jd.Pairs(cues=None).extend(synthetic).extend(claims)
-                     .extend(jd.support_rows_pairs(adv["support"]["train"], embedder)))
-    # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial
-    # support); the PopQA claims, answers as the generator states them, in between
-    weights = np.array([1.0] * len(synthetic) + [POPQA_CLAIM_WEIGHT] * len(claims)
-                       + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic) - len(claims)))
-    dense, labels = support_pairs.arrays()
-    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=SEED)
-    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
-    labeled = [i for i, g in enumerate(support_pairs.groups) if g.startswith("support-")]
-    popqa_rows = slice(len(synthetic), len(synthetic) + len(claims))
-    lo, hi, _ = calibrate_support_sets(np.asarray(support_pairs.targets)[labeled], support_oof[labeled],
-                                       claims.labels, support_oof[popqa_rows])
+    support, support_pairs, lo, hi = _support_judge(train_q, docs, adv, popqa_kb, embedder)
 
     judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
                       choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
@@ -239,14 +258,9 @@ def _runs(groups: list[str]) -> list[int]:
     return [len(list(g)) for _, g in itertools.groupby(groups)]
 
 
-def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder, web=None) -> dict:
-    """The trained judges' dev figures: PopQA dev passage AUC and the "any top-3 relevant"
-    decision (with plain cosine's for comparison), PopQA dev strip AUC and F1 (every answering
-    strip of the top-3 passages and up to 4 others per question, as in training), adversarial
-    dev action accuracy on the queries and band accuracy on the grading rows, strip F1, support
-    verdict accuracy."""
+def _popqa_passage_figures(judges: JudgeSet, dev_q, popqa_kb) -> dict:
+    """PopQA dev passage figures: AUC and the "any top-3 relevant" accuracy, beside plain cosine's."""
     t = judges.thresholds
-    figures: dict = {}
     pop = jd.popqa_passage_pairs(dev_q, popqa_kb)
     scores = np.array([judges.judges["passage"].score(d, c) for d, c in zip(pop.dense, pop.cues)])
     cosine = np.array([d[0] for d in pop.dense])
@@ -257,11 +271,15 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
     best = question_best(np.array(pop.groups)[top3], scores[top3])
     best_cos = question_best(np.array(pop.groups)[top3], cosine[top3])
     cos_t = max(GRID, key=lambda x: np.mean([(best_cos[q] >= x) == any_rel[q] for q in best_cos]))  # the baseline's best case
-    figures["popqa_dev"] = {
+    return {
         "pairs": len(pop), "questions": len(best), "passage_auc": auc(pop.labels, scores), "cosine_auc": auc(pop.labels, cosine),
         "any_relevant_accuracy": round(float(np.mean([(best[q] >= t["upper"]) == any_rel[q] for q in best])), 4),
         "cosine_any_relevant_accuracy_best_threshold": round(float(np.mean([(best_cos[q] >= cos_t) == any_rel[q] for q in best_cos])), 4),
         "share_any_relevant": round(float(np.mean(list(any_rel.values()))), 4)}
+
+
+def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder) -> dict:
+    """Adversarial dev figures: action accuracy and confusion on the queries, band accuracy and AUC on the grading rows."""
     adv_pairs = jd.adversarial_passage_pairs([], adv["queries"]["dev"], adversarial_kb, embedder)
     adv_scores = [judges.judges["passage"].score(d, c) for d, c in zip(adv_pairs.dense, adv_pairs.cues)]
     top3 = [i < 3 for g in _runs(adv_pairs.groups) for i in range(g)]
@@ -272,7 +290,7 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
     grading = jd.adversarial_passage_pairs(adv["grading"]["dev"], [], adversarial_kb, embedder)
     grade_scores = [judges.judges["passage"].score(d, c) for d, c in zip(grading.dense, grading.cues)]
     bands = [action_of(r, 0.2, 0.6) for r in grading.targets]  # relevance label -> band, as the LM's metric
-    figures["adversarial_dev"] = {
+    return {
         "queries": len(expected),
         "action_accuracy": round(float(np.mean([predicted[q] == expected[q] for q in expected])), 4),
         "confusion": _confusion(expected, predicted),
@@ -280,25 +298,34 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
         "grading_band_accuracy": round(float(np.mean([action_of(s, ta["lower"], ta["upper"]) == b
                                                        for s, b in zip(grade_scores, bands)])), 4),
         "grading_auc": auc(grading.labels, grade_scores)}
+
+
+def _strip_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder, web=None) -> tuple[dict, dict]:
+    """``(PopQA dev strip figures, adversarial dev strip figures)``: AUC and F1 at the keep threshold."""
+    t = judges.thresholds
     pop_strips = jd.popqa_strip_pairs(dev_q, popqa_kb, embedder)
     pop_strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(pop_strips.dense, pop_strips.cues)])
-    figures["popqa_dev"].update({
-        "strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
-        "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])})
+    popqa = {"strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
+             "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])}
     if web is not None:  # the web pages' strips, labeled as in training
         web_strips = jd.popqa_web_strip_pairs(dev_q, web, embedder)
         web_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(web_strips.dense, web_strips.cues)])
-        figures["popqa_dev"].update({
+        popqa.update({
             "web_strips": len(web_strips), "web_strip_auc": auc(web_strips.labels, web_scores),
             "web_strip_f1": f1(web_strips.labels, web_scores >= t["strip_keep"])})
     strips = jd.adversarial_strip_pairs(adv["strips"]["dev"], embedder)
     strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
-    figures["strips_dev"] = {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
-                             "auc": auc(strips.labels, strip_scores)}
+    return popqa, {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
+                   "auc": auc(strips.labels, strip_scores)}
+
+
+def _support_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder) -> tuple[dict, dict]:
+    """``(adversarial dev support figures, PopQA dev claim figures)``, beside word overlap's."""
+    t = judges.thresholds
     support = jd.support_rows_pairs(adv["support"]["dev"], embedder)
     support_scores = np.array([judges.judges["support"].score(d) for d in support.dense])
     lexical = np.array([d[SUPPORT_NAMES.index("lexical_verdict")] for d in support.dense])
-    figures["support_dev"] = {
+    support_dev = {
         "rows": len(support),
         "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"], t["support_fully"]),
         "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
@@ -309,11 +336,25 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
     supported = np.asarray(claims.labels, bool)
     # as the self-check decides: word overlap's "fully" stands, else the judge's score
     kept = (claim_lexical == 1.0) | (claim_scores >= t["support_partially"])
-    figures["popqa_support_dev"] = {
+    return support_dev, {
         "claims": len(claims), "supported": int(supported.sum()),
         "kept_accuracy": round(float((kept == supported).mean()), 4),
         "word_overlap_kept_accuracy": round(float(((claim_lexical > 0) == supported).mean()), 4),
         "auc": auc(claims.labels, claim_scores)}
+
+
+def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder, web=None) -> dict:
+    """The trained judges' dev figures: PopQA dev passage AUC and the "any top-3 relevant"
+    decision (with plain cosine's for comparison), PopQA dev strip AUC and F1 (every answering
+    strip of the top-3 passages and up to 4 others per question, as in training), adversarial
+    dev action accuracy on the queries and band accuracy on the grading rows, strip F1, support
+    verdict accuracy."""
+    figures: dict = {}
+    figures["popqa_dev"] = _popqa_passage_figures(judges, dev_q, popqa_kb)
+    figures["adversarial_dev"] = _adversarial_passage_figures(judges, adv, adversarial_kb, embedder)
+    popqa_strips, figures["strips_dev"] = _strip_figures(judges, dev_q, adv, popqa_kb, embedder, web)
+    figures["popqa_dev"].update(popqa_strips)
+    figures["support_dev"], figures["popqa_support_dev"] = _support_figures(judges, dev_q, adv, popqa_kb, embedder)
     return figures
 
 

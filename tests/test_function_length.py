@@ -12,10 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 60
 STILL_LONG = {  # to split; "file:function": lines today
-    "optimize/train_judges.py:train_judges": 83,
     "optimize/train_instruction_judge.py:main": 81,
     "optimize/judge_sources.py:fit_judges": 81,
-    "optimize/train_judges.py:measure_dev": 76,
     "optimize/adapt.py:adapt_judges": 72,
     "optimize/predictor_metrics.py:dev_figures": 69,
     "optimize/report.py:summarize": 68,
