@@ -123,7 +123,8 @@ def choose_threshold(scores: np.ndarray, labels: np.ndarray, max_false_rate: flo
     return 0.99
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser: output files, synthetic rows, false-rate cap, seed and weights."""
     parser = argparse.ArgumentParser(prog="python -m optimize.train_instruction_judge", description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(JUDGE_FILE))
     parser.add_argument("--report", default="reports/instruction-judge")
@@ -131,21 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-false-rate", type=float, default=0.0001)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--written-weight", type=float, default=5.0, help="weight of a written injection's row")
-    args = parser.parse_args(argv)
-    from sklearn.model_selection import GroupKFold
+    return parser
 
-    started = time.perf_counter()
-    texts, labels, sources, groups, meta = rows(args.synthetic, args.seed)
-    y = np.asarray(labels)
-    x = features(texts, embeddings=cached_embeddings(texts))
-    print(f"{len(texts)} rows: {int(y.sum())} injection pieces, {int((y == 0).sum())} knowledge-base sentences", flush=True)
-    oof = np.zeros(len(y))
-    # written injections count more than synthetic ones: they are what attackers write
-    weight = np.where(np.isin(np.asarray(sources), ["first-set", "blind-train"]), args.written_weight, 1.0)
-    for train, held in GroupKFold(n_splits=5).split(x, y, groups):
-        oof[held] = fit(x[train], y[train], weight[train]).predict_proba(x[held])[:, 1]
-    threshold = choose_threshold(oof, y, args.max_false_rate)
-    src = np.asarray(sources)
+
+def _recall(oof: np.ndarray, y: np.ndarray, src: np.ndarray, meta: dict, threshold: float) -> tuple[dict, dict]:
+    """``(source -> share of injections caught, "language"/"style" -> value -> "caught/cases")``, out of fold."""
     recall = {s: round(float((oof[(src == s) & (y == 1)] >= threshold).mean()), 4)
               for s in SOURCES if ((src == s) & (y == 1)).any()}
     # a blind case is caught when every piece carrying its marker is set aside
@@ -160,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
             hit[key][value] += int(caught)
     recall["blind-train cases"] = round(sum(c[2] for c in cases.values()) / len(cases), 4) if cases else None
     per = {k: {v: f"{hit[k][v]}/{n}" for v, n in sorted(by[k].items())} for k in by}
-    false_oof = {name: int(((src == name) & (y == 0) & (oof >= threshold)).sum()) for name in sorted(set(sources))
-                 if ((src == name) & (y == 0)).any()}
+    return recall, per
 
-    curve = []  # what each threshold would cost and catch, out of fold
+
+def _curve(oof: np.ndarray, y: np.ndarray, src: np.ndarray, meta: dict) -> list[dict]:
+    """Per threshold, what it would cost and catch out of fold; the table printed."""
+    curve = []
     for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
         caught = {}
         for i, (_, _, case_id) in meta.items():
@@ -175,22 +168,21 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     for c in curve:
         print(f"| {c['threshold']} | {c['knowledge_base_set_aside']} | {100 * c['blind_train_cases']:.1f} % | {100 * c['first_set']:.1f} % |")
-    model = fit(x, y, weight)
-    trained_on = dict(Counter(s for s in sources))
-    judge = InstructionJudge(model.coef_[0].astype(float), float(model.intercept_[0]), threshold, trained_on)
-    final = model.predict_proba(x)[:, 1]
-    flagged = [(src[i], texts[i], round(float(final[i]), 3)) for i in range(len(texts)) if y[i] == 0 and final[i] >= threshold]
-    judge.save(args.out)
-    report = Path(args.report)
+    return curve
+
+
+def _write_report(report: Path, summary: dict, flagged: list[tuple]) -> None:
+    """Write ``summary.json`` and ``flagged.jsonl`` (the training sentences the final judge sets aside) into ``report``."""
     report.mkdir(parents=True, exist_ok=True)
-    summary = {"rows": trained_on, "threshold": threshold, "max_false_rate": args.max_false_rate,
-               "out_of_fold": {"recall": recall, "curve": curve, "blind_train_by": per, "knowledge_base_set_aside": false_oof,
-                               "knowledge_base_sentences": {n: int(((src == n) & (y == 0)).sum()) for n in false_oof}},
-               "final_set_aside_in_training_sentences": len(flagged), "seconds": round(time.perf_counter() - started, 1)}
     (report / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     with open(report / "flagged.jsonl", "w", encoding="utf-8") as fh:
         for source, text, score in flagged:
             fh.write(json.dumps({"source": source, "score": score, "text": text}, ensure_ascii=False) + "\n")
+
+
+def _print_report(args: argparse.Namespace, threshold: float, recall: dict, per: dict, false_oof: dict,
+                  summary: dict, flagged: list[tuple]) -> None:
+    """Print the threshold and the out-of-fold tables: recall per source, blind cases, knowledge-base sentences."""
     print(f"\nthreshold {threshold} (at most {args.max_false_rate:.2%} of out-of-fold knowledge-base sentences)")
     print("| out of fold | injections caught |\n|---|---|")
     for s, r in recall.items():
@@ -203,6 +195,41 @@ def main(argv: list[str] | None = None) -> int:
     for n, k in false_oof.items():
         print(f"| {n} | {summary['out_of_fold']['knowledge_base_sentences'][n]} | {k} |")
     print(f"\nsaved {args.out}; {len(flagged)} training sentence(s) set aside by the final judge; {summary['seconds']} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from sklearn.model_selection import GroupKFold
+
+    started = time.perf_counter()
+    texts, labels, sources, groups, meta = rows(args.synthetic, args.seed)
+    y = np.asarray(labels)
+    x = features(texts, embeddings=cached_embeddings(texts))
+    print(f"{len(texts)} rows: {int(y.sum())} injection pieces, {int((y == 0).sum())} knowledge-base sentences", flush=True)
+    oof = np.zeros(len(y))
+    # written injections count more than synthetic ones: they are what attackers write
+    weight = np.where(np.isin(np.asarray(sources), ["first-set", "blind-train"]), args.written_weight, 1.0)
+    for train, held in GroupKFold(n_splits=5).split(x, y, groups):
+        oof[held] = fit(x[train], y[train], weight[train]).predict_proba(x[held])[:, 1]
+    threshold = choose_threshold(oof, y, args.max_false_rate)
+    src = np.asarray(sources)
+    recall, per = _recall(oof, y, src, meta, threshold)
+    false_oof = {name: int(((src == name) & (y == 0) & (oof >= threshold)).sum()) for name in sorted(set(sources))
+                 if ((src == name) & (y == 0)).any()}
+
+    curve = _curve(oof, y, src, meta)
+    model = fit(x, y, weight)
+    trained_on = dict(Counter(s for s in sources))
+    judge = InstructionJudge(model.coef_[0].astype(float), float(model.intercept_[0]), threshold, trained_on)
+    final = model.predict_proba(x)[:, 1]
+    flagged = [(src[i], texts[i], round(float(final[i]), 3)) for i in range(len(texts)) if y[i] == 0 and final[i] >= threshold]
+    judge.save(args.out)
+    summary = {"rows": trained_on, "threshold": threshold, "max_false_rate": args.max_false_rate,
+               "out_of_fold": {"recall": recall, "curve": curve, "blind_train_by": per, "knowledge_base_set_aside": false_oof,
+                               "knowledge_base_sentences": {n: int(((src == n) & (y == 0)).sum()) for n in false_oof}},
+               "final_set_aside_in_training_sentences": len(flagged), "seconds": round(time.perf_counter() - started, 1)}
+    _write_report(Path(args.report), summary, flagged)
+    _print_report(args, threshold, recall, per, false_oof, summary, flagged)
     return 0
 
 
