@@ -109,6 +109,68 @@ def _join(parts: list[jd.Pairs], cues: bool = True) -> jd.Pairs:
     return out
 
 
+def _passage_thresholds(sources: list[SourcePairs], passage_oof: np.ndarray) -> tuple[dict, dict]:
+    """``(key -> that knowledge base's lower / upper thresholds, the default lower / upper)`` from out-of-fold scores."""
+    by_corpus, pooled_best, pooled_expected, offset, popqa_default = {}, {}, {}, 0, None
+    for s in sources:
+        scores = passage_oof[offset: offset + len(s.passage)]
+        if s.name == "popqa":
+            best, expected, lower = tj.popqa_expected(s.passage.groups, s.passage.labels, scores)
+            t = {**tj.calibrate_actions(best, expected), "lower": lower}
+            t["upper"] = max(t["upper"], lower)
+            popqa_default = {"lower": t["lower"], "upper": t["upper"]}
+        else:
+            rows = _query_rows(s.passage, s.expected)
+            best, _, _ = tj.popqa_expected([s.passage.groups[i] for i in rows], [s.passage.labels[i] for i in rows],
+                                           scores[rows])
+            expected = s.expected
+            t = tj.calibrate_actions(best, expected)
+        by_corpus[s.key()] = {"name": s.name, **t}
+        pooled_best.update({f"{s.name}/{q}": v for q, v in best.items()})
+        pooled_expected.update({f"{s.name}/{q}": a for q, a in expected.items()})
+        offset += len(s.passage)
+    default = popqa_default or {k: v for k, v in tj.calibrate_actions(pooled_best, pooled_expected).items()
+                                if k in ("lower", "upper")}
+    return by_corpus, default
+
+
+def _strip_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float]:
+    """``(strip judge, strip_keep)``: the keep threshold for the best out-of-fold strip F1."""
+    strip_pairs = _join([s.strip for s in sources])
+    strip_oof = tj.out_of_fold("strip", STRIP_NAMES, strip_pairs)
+    keep = max(tj.GRID, key=lambda t: (tj.f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
+    dense, labels = strip_pairs.arrays()
+    strip = LinearJudge.fit("strip", STRIP_NAMES, dense, labels, strip_pairs.cues, seed=tj.SEED)
+    return strip, keep
+
+
+def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, float]:
+    """``(support judge, support_partially, support_fully)``, the thresholds on out-of-fold scores."""
+    popqa = next((s for s in sources if s.name == "popqa"), None)
+    synthetic = popqa.support if popqa else jd.Pairs(cues=None)
+    claims = popqa.claims if popqa and popqa.claims is not None else jd.Pairs(cues=None)
+    others = [s for s in sources if s.name != "popqa"]
+    labeled = _join([s.support for s in others], cues=False)
+    support_pairs = _join([synthetic, claims, labeled], cues=False)
+    # the hand-labeled rows weigh as much as the synthetic ones together, as in train_judges
+    weights = np.array([1.0] * len(synthetic) + [tj.POPQA_CLAIM_WEIGHT] * len(claims)
+                       + [w for s in others for w in [s.support_weight] * len(s.support)])
+    support_oof = tj.out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
+    rows = slice(len(synthetic) + len(claims), len(support_pairs))
+    targets = np.asarray(support_pairs.targets)[rows]
+    claim_oof = support_oof[len(synthetic): len(synthetic) + len(claims)]
+    if len(claims) and len(labeled):
+        lo, hi, _ = tj.calibrate_support_sets(targets, support_oof[rows], claims.labels, claim_oof)
+    elif len(labeled):
+        lo, hi, _ = tj.calibrate_support(targets, support_oof[rows])
+    else:  # PopQA alone: its claims are kept or not, so one threshold; "fully" no lower than it
+        lo = max(tj.GRID, key=lambda t: (float(((claim_oof >= t) == np.asarray(claims.labels, bool)).mean()), -t))
+        hi = max(lo, 0.5)
+    dense, labels = support_pairs.arrays()
+    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=tj.SEED)
+    return support, lo, hi
+
+
 def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet:
     """Train and calibrate the passage, strip and support judges on ``sources``.
 
@@ -133,56 +195,9 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     passage_oof = tj.out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
     dense, labels = passage_pairs.arrays()
     passage = LinearJudge.fit("passage", PASSAGE_NAMES, dense, labels, passage_pairs.cues, seed=tj.SEED)
-
-    by_corpus, pooled_best, pooled_expected, offset, popqa_default = {}, {}, {}, 0, None
-    for s in sources:
-        scores = passage_oof[offset: offset + len(s.passage)]
-        if s.name == "popqa":
-            best, expected, lower = tj.popqa_expected(s.passage.groups, s.passage.labels, scores)
-            t = {**tj.calibrate_actions(best, expected), "lower": lower}
-            t["upper"] = max(t["upper"], lower)
-            popqa_default = {"lower": t["lower"], "upper": t["upper"]}
-        else:
-            rows = _query_rows(s.passage, s.expected)
-            best, _, _ = tj.popqa_expected([s.passage.groups[i] for i in rows], [s.passage.labels[i] for i in rows],
-                                           scores[rows])
-            expected = s.expected
-            t = tj.calibrate_actions(best, expected)
-        by_corpus[s.key()] = {"name": s.name, **t}
-        pooled_best.update({f"{s.name}/{q}": v for q, v in best.items()})
-        pooled_expected.update({f"{s.name}/{q}": a for q, a in expected.items()})
-        offset += len(s.passage)
-    default = popqa_default or {k: v for k, v in tj.calibrate_actions(pooled_best, pooled_expected).items()
-                                if k in ("lower", "upper")}
-
-    strip_pairs = _join([s.strip for s in sources])
-    strip_oof = tj.out_of_fold("strip", STRIP_NAMES, strip_pairs)
-    keep = max(tj.GRID, key=lambda t: (tj.f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
-    dense, labels = strip_pairs.arrays()
-    strip = LinearJudge.fit("strip", STRIP_NAMES, dense, labels, strip_pairs.cues, seed=tj.SEED)
-
-    popqa = next((s for s in sources if s.name == "popqa"), None)
-    synthetic = popqa.support if popqa else jd.Pairs(cues=None)
-    claims = popqa.claims if popqa and popqa.claims is not None else jd.Pairs(cues=None)
-    others = [s for s in sources if s.name != "popqa"]
-    labeled = _join([s.support for s in others], cues=False)
-    support_pairs = _join([synthetic, claims, labeled], cues=False)
-    # the hand-labeled rows weigh as much as the synthetic ones together, as in train_judges
-    weights = np.array([1.0] * len(synthetic) + [tj.POPQA_CLAIM_WEIGHT] * len(claims)
-                       + [w for s in others for w in [s.support_weight] * len(s.support)])
-    support_oof = tj.out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
-    rows = slice(len(synthetic) + len(claims), len(support_pairs))
-    targets = np.asarray(support_pairs.targets)[rows]
-    claim_oof = support_oof[len(synthetic): len(synthetic) + len(claims)]
-    if len(claims) and len(labeled):
-        lo, hi, _ = tj.calibrate_support_sets(targets, support_oof[rows], claims.labels, claim_oof)
-    elif len(labeled):
-        lo, hi, _ = tj.calibrate_support(targets, support_oof[rows])
-    else:  # PopQA alone: its claims are kept or not, so one threshold; "fully" no lower than it
-        lo = max(tj.GRID, key=lambda t: (float(((claim_oof >= t) == np.asarray(claims.labels, bool)).mean()), -t))
-        hi = max(lo, 0.5)
-    dense, labels = support_pairs.arrays()
-    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=tj.SEED)
+    by_corpus, default = _passage_thresholds(sources, passage_oof)
+    strip, keep = _strip_judge(sources)
+    support, lo, hi = _support_judge(sources)
 
     judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
                       choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
