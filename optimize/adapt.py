@@ -139,6 +139,30 @@ def labeled_sources(leave_out, embedder, log=print) -> list:
     return sources
 
 
+def _step_bar(progress: bool):
+    """``(bar, step)``: the 4-step progress bar, and ``step(label)`` that names the step done and advances it."""
+    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not (progress and progress_enabled()))
+
+    def step(label: str) -> None:
+        bar.set_postfix_str(label)
+        bar.update(1)
+
+    return bar, step
+
+
+def _adapted_record(kb, name: str, own, written, sources, leave_out: tuple, questions: int, stamp: str,
+                    started: float) -> dict:
+    """The judges' ``adapted`` record: the knowledge base, the rows it gave, the sources, settings and seconds."""
+    chunks = kb.chunks
+    return {
+        "corpus": corpus_key(kb), "name": name, "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
+        "rows": {"questions_asked": own.counts["asked"], "questions_kept": own.counts["kept"],
+                 "written_kept": sum(bool(r.get("kept")) for r in written or []), "passage": len(own.passage), "strip": len(own.strip), "support": len(own.support)},
+        "sources": [s.name for s in sources], "leave_out": list(leave_out), "questions": questions,
+        "stamp": stamp, "seconds": round(time.perf_counter() - started, 1),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
 def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), questions: int = DEFAULT_QUESTIONS,
                  time_cap: float = DEFAULT_TIME_CAP, seed: int = 0, force: bool = False, embedder=None,
                  sources=None, log=print, progress: bool = True) -> AdaptResult:
@@ -180,12 +204,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
 
     embedder = embedder or resources.embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
-    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not (progress and progress_enabled()))
-
-    def step(label: str) -> None:
-        bar.set_postfix_str(label)
-        bar.update(1)
-
+    bar, step = _step_bar(progress)
     written = None
     if questions:
         from optimize.lm_questions import write_questions
@@ -200,14 +219,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     judges = fit_judges(sources + [own], embedder, log=log)
     step("fitted")
     bar.close()
-    chunks = kb.chunks
-    judges.adapted = {
-        "corpus": corpus_key(kb), "name": name, "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
-        "rows": {"questions_asked": own.counts["asked"], "questions_kept": own.counts["kept"],
-                 "written_kept": sum(bool(r.get("kept")) for r in written or []), "passage": len(own.passage), "strip": len(own.strip), "support": len(own.support)},
-        "sources": [s.name for s in sources], "leave_out": list(leave_out), "questions": questions,
-        "stamp": stamp, "seconds": round(time.perf_counter() - started, 1),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    judges.adapted = _adapted_record(kb, name, own, written, sources, leave_out, questions, stamp, started)
     path = save_judges(judges, folder)
     judges.use_corpus(kb)
     return AdaptResult(judges, path, False, time.perf_counter() - started)
