@@ -259,6 +259,56 @@ def _mean(values) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0
 
 
+def _rewrite_figures(preds_ok: list, knowledge_base=None) -> dict:
+    """Rewriting's figures: term recall, retrieval recall at 3 (with a knowledge base), primary their mean."""
+    terms = _mean(rewrite_recall(e, p) for e, p in preds_ok)
+    out = {"term_recall": terms}
+    if knowledge_base is not None:
+        with_ids = [(e, p) for e, p in preds_ok if getattr(e, "relevant_doc_ids", None)]
+        out["retrieval_recall_at_3"] = _mean(rewrite_retrieval_hit(knowledge_base, e, p) for e, p in with_ids)
+    out["primary"] = _mean(out.values())
+    return out
+
+
+def _answer_figures(scores: list[float], preds_ok: list) -> dict:
+    """Answers' figures: the metric (primary), correctness, groundedness and the citations' share, recall, precision."""
+    cited = [written_citations(e, p) for e, p in preds_ok]
+    return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
+            "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok),
+            "cited_share": _mean(p is not None for r, p in cited if r is not None),
+            "citation_recall": _mean(r for r, _ in cited if r is not None),
+            "citation_precision": _mean(p for _, p in cited if p is not None)}
+
+
+def _support_figures(scores: list[float], results) -> dict:
+    """Support's figures: the quote's verdict accuracy (primary), the self-check's, word overlap's, the quote ceiling."""
+    # What the self-check decides (the better of the word-overlap and the quoted verdict),
+    # the word-overlap verdict alone, and the best the self-check could do whatever one
+    # sentence (or NONE) the model quoted.
+    def decided(e, quote):
+        return max(lexical_support(e.claim, e.evidence), judge_support(e.claim, quote, e.evidence),
+                   key=RANKED_VERDICTS.index)
+
+    rows = [(e, str(getattr(p, "quote", "") or "")) for e, p, _ in results]
+    return {"primary": _mean(scores), "accuracy": _mean(scores),
+            "program_accuracy": _mean(decided(e, q) == e.support for e, q in rows),
+            "word_overlap_accuracy": _mean(lexical_support(e.claim, e.evidence) == e.support for e, _ in rows),
+            "quote_ceiling": _mean(any(decided(e, s) == e.support
+                                       for s in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
+
+
+def _decision_figures(scores: list[float], results) -> dict:
+    """Deciding's figures: accuracy (primary), balanced accuracy, and the counts of needless and right skips."""
+    rows = [(bool(e.needs_retrieval), p is not None and getattr(p, "needs_retrieval", True) is False)
+            for e, p, _ in results]
+    need = [not skipped for needs, skipped in rows if needs]
+    chat = [skipped for needs, skipped in rows if not needs]
+    recalls = [_mean(x) for x in (need, chat) if x]
+    return {"primary": _mean(scores), "accuracy": _mean(scores), "balanced_accuracy": _mean(recalls),
+            "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
+            "needs_retrieval": len(need), "chit_chat": len(chat)}
+
+
 def dev_figures(kind: str, results, knowledge_base=None) -> dict:
     """The figures a predictor is judged by on a split, from ``dspy.Evaluate`` result rows.
 
@@ -290,41 +340,11 @@ def dev_figures(kind: str, results, knowledge_base=None) -> dict:
         f = strip_f1([(e, p, s) for (e, p, s) in results if p is not None])
         return {"primary": f["f1"], "accuracy": _mean(scores), **f}
     if kind == "rewrite":
-        terms = _mean(rewrite_recall(e, p) for e, p in preds_ok)
-        out = {"term_recall": terms}
-        if knowledge_base is not None:
-            with_ids = [(e, p) for e, p in preds_ok if getattr(e, "relevant_doc_ids", None)]
-            out["retrieval_recall_at_3"] = _mean(rewrite_retrieval_hit(knowledge_base, e, p) for e, p in with_ids)
-        out["primary"] = _mean(out.values())
-        return out
+        return _rewrite_figures(preds_ok, knowledge_base)
     if kind == "answers":
-        cited = [written_citations(e, p) for e, p in preds_ok]
-        return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
-                "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok),
-                "cited_share": _mean(p is not None for r, p in cited if r is not None),
-                "citation_recall": _mean(r for r, _ in cited if r is not None),
-                "citation_precision": _mean(p for _, p in cited if p is not None)}
+        return _answer_figures(scores, preds_ok)
     if kind == "support":
-        # What the self-check decides (the better of the word-overlap and the quoted verdict),
-        # the word-overlap verdict alone, and the best the self-check could do whatever one
-        # sentence (or NONE) the model quoted.
-        def decided(e, quote):
-            return max(lexical_support(e.claim, e.evidence), judge_support(e.claim, quote, e.evidence),
-                       key=RANKED_VERDICTS.index)
-
-        rows = [(e, str(getattr(p, "quote", "") or "")) for e, p, _ in results]
-        return {"primary": _mean(scores), "accuracy": _mean(scores),
-                "program_accuracy": _mean(decided(e, q) == e.support for e, q in rows),
-                "word_overlap_accuracy": _mean(lexical_support(e.claim, e.evidence) == e.support for e, _ in rows),
-                "quote_ceiling": _mean(any(decided(e, s) == e.support
-                                           for s in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
+        return _support_figures(scores, results)
     if kind == "deciding":
-        rows = [(bool(e.needs_retrieval), p is not None and getattr(p, "needs_retrieval", True) is False)
-                for e, p, _ in results]
-        need = [not skipped for needs, skipped in rows if needs]
-        chat = [skipped for needs, skipped in rows if not needs]
-        recalls = [_mean(x) for x in (need, chat) if x]
-        return {"primary": _mean(scores), "accuracy": _mean(scores), "balanced_accuracy": _mean(recalls),
-                "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
-                "needs_retrieval": len(need), "chit_chat": len(chat)}
+        return _decision_figures(scores, results)
     return {"primary": _mean(scores), "accuracy": _mean(scores)}
