@@ -111,9 +111,6 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     graded = ok[ok["action"] != ""]
     ok = ok.assign(tokens=ok["prompt_tokens"].fillna(0) + ok["completion_tokens"].fillna(0))
     ok.loc[ok["prompt_tokens"].isna() & ok["completion_tokens"].isna(), "tokens"] = float("nan")
-    claimed = ok[ok["claims"].fillna(0) > 0]
-    n_claims = claimed["claims"].sum()
-    by = sorted(set(claimed["grounded_by"]) - {""})
     s = {
         "n": len(df), "errors": len(df) - len(ok),
         "accuracy": _pct(df["correct"]),
@@ -123,26 +120,50 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         "fallback_rate": _pct(ok["fallback"]),
         "abstention_answerable": _pct(ok.loc[ok["answerable"], "abstained"]),
         "abstention_unanswerable": _pct(ok.loc[~ok["answerable"], "abstained"]),
+        **_groundedness_figures(ok),
+        **_citation_figures(ok),
+        **_cost_figures(ok),
+    }
+    s["accuracy_by_relation"] = {str(r): _pct(rows["correct"]) for r, rows in df.groupby("relation")}
+    s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
+    s.update(_retrieval_decisions(df, ok))
+    if with_expected:
+        s.update(_expected_figures(graded))
+    return s
+
+
+def _groundedness_figures(ok: pd.DataFrame) -> dict:
+    """``groundedness`` / ``groundedness_partial`` (% of claims), ``claims_checked`` and ``grounded_by``."""
+    claimed = ok[ok["claims"].fillna(0) > 0]
+    n_claims = claimed["claims"].sum()
+    by = sorted(set(claimed["grounded_by"]) - {""})
+    return {
         "groundedness": round(100 * claimed["claims_fully"].sum() / n_claims, 1) if n_claims else None,
         "groundedness_partial": round(100 * claimed["claims_partially"].sum() / n_claims, 1) if n_claims else None,
         "claims_checked": int(n_claims),
         "grounded_by": "+".join(by) or None,
-        **_citation_figures(ok),
     }
+
+
+def _cost_figures(ok: pd.DataFrame) -> dict:
+    """``median_*`` and ``p90_*`` of each cost per question, and the post-hoc check's totals (None without it)."""
+    s = {}
     for col in _COST:
         s[f"median_{col}"] = _clean(median(ok[col].tolist()))
         s[f"p90_{col}"] = _clean(percentile(ok[col].tolist(), 90))
     s["check_lm_calls"] = _clean(ok["check_lm_calls"].sum()) if ok["check_lm_calls"].notna().any() else None
     s["check_seconds"] = _clean(ok["check_seconds"].sum()) if ok["check_seconds"].notna().any() else None
-    s["accuracy_by_relation"] = {str(r): _pct(rows["correct"]) for r, rows in df.groupby("relation")}
-    s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
-    s.update(_retrieval_decisions(df, ok))
-    if with_expected:
-        labeled = graded[graded["expected_action"] != ""]
-        s["action_accuracy"] = _pct(labeled["action"] == labeled["expected_action"])
-        s["confusion"] = {e: {p: int(((labeled["expected_action"] == e) & (labeled["action"] == p)).sum())
-                              for p in ACTIONS} for e in ACTIONS} if len(labeled) else None
     return s
+
+
+def _expected_figures(graded: pd.DataFrame) -> dict:
+    """``action_accuracy`` (%) and ``confusion`` ({expected: {predicted: count}}) over the graded rows with a label."""
+    labeled = graded[graded["expected_action"] != ""]
+    return {
+        "action_accuracy": _pct(labeled["action"] == labeled["expected_action"]),
+        "confusion": {e: {p: int(((labeled["expected_action"] == e) & (labeled["action"] == p)).sum())
+                          for p in ACTIONS} for e in ACTIONS} if len(labeled) else None,
+    }
 
 
 def _citation_figures(ok: pd.DataFrame) -> dict:
