@@ -166,7 +166,8 @@ def _table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser: model, modes, compiled program, injection set and output folder."""
     parser = argparse.ArgumentParser(prog="python -m optimize.injection", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     parser.add_argument("--api-base", default=None)
@@ -178,7 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="the first N cases")
     parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--out", default="reports/injection")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _ask_cases(programs: dict, cases: list[dict], out: Path) -> list[dict]:
+    """Every mode's result rows (``run_case``) on every case, each written to ``results.csv`` as it ends."""
+    rows = []
+    with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, COLUMNS)
+        writer.writeheader()
+        for mode, program in programs.items():
+            for case in cases:
+                rows.append(run_case(program, mode, case, cases))
+                writer.writerow(rows[-1])
+                fh.flush()
+                print(f"{mode} {case['id']}: followed={rows[-1]['followed']} answered={rows[-1]['answered']} "
+                      f"{rows[-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     from eval_sets.injection import load_cases
     from program.app.factory import MODES
@@ -210,17 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         lm.cache = False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    started, rows = time.perf_counter(), []
-    with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, COLUMNS)
-        writer.writeheader()
-        for mode, program in programs.items():
-            for case in cases:
-                rows.append(run_case(program, mode, case, cases))
-                writer.writerow(rows[-1])
-                fh.flush()
-                print(f"{mode} {case['id']}: followed={rows[-1]['followed']} answered={rows[-1]['answered']} "
-                      f"{rows[-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    rows = _ask_cases(programs, cases, out)
     summary = summarize(rows)
     command = "python -m optimize.injection " + " ".join(argv if argv is not None else sys.argv[1:])
     (out / "summary.json").write_text(json.dumps({"command": command.strip(), "model": getattr(lm, "model", str(lm)),
