@@ -126,21 +126,9 @@ def _phrase_analyzer(stop: frozenset[str], max_ngram: int):
     return analyze
 
 
-def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[str], list[list[int]]]:
-    """The vocabulary's terms (rules in the module docstring), without vectors.
-
-    Args:
-        chunks: ``program.retrieval.chunking.Chunk`` objects (``text``, ``title``, ``heading``, ``doc_id``).
-        params: overrides of ``DEFAULT_PARAMS``.
-
-    Returns:
-        ``(terms, kinds, sources)``: ``sources[i]`` lists the indexes of the chunks term i was
-        collected from.
-    """
-    # lazy on purpose: scikit-learn loads only when a vocabulary is built
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
-
-    p = {**DEFAULT_PARAMS, **(params or {})}
+def _term_collector():
+    """``(terms, kinds, sources, add)``: empty term lists, and ``add(term, kind, chunk)`` that records a term
+    once (by ``_norm_key``, its first spelling and kind kept) and each chunk index it came from."""
     terms: list[str] = []
     kinds: list[str] = []
     sources: list[list[int]] = []
@@ -159,13 +147,12 @@ def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[s
         if chunk not in sources[index[key]]:
             sources[index[key]].append(chunk)
 
-    for i, c in enumerate(chunks):
-        add(c.title or "", "title", i)
-        if c.heading and not c.heading.rstrip().endswith("?"):
-            add(c.heading, "heading", i)
+    return terms, kinds, sources, add
 
-    texts = [c.text or "" for c in chunks]
-    base = _phrase_analyzer(frozenset(ENGLISH_STOP_WORDS), 1)
+
+def _corpus_stop_words(chunks, texts: list[str], stop: frozenset[str], p: dict) -> set[str]:
+    """The words in more than ``corpus_stop_share`` of the documents; none under ``corpus_stop_min_docs`` documents."""
+    base = _phrase_analyzer(stop, 1)
     doc_words: dict[str, set] = {}
     for c, text in zip(chunks, texts):
         for w in base(text):
@@ -174,13 +161,12 @@ def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[s
     common = set()
     if n_docs >= p["corpus_stop_min_docs"]:
         common = {w for w, docs in doc_words.items() if len(docs) > p["corpus_stop_share"] * n_docs}
-    analyzer = _phrase_analyzer(frozenset(ENGLISH_STOP_WORDS) | common, int(p["max_ngram"]))
-    if not any(analyzer(t) for t in texts):
-        return terms, kinds, sources
-    vectorizer = TfidfVectorizer(analyzer=analyzer, sublinear_tf=True)
-    weights = vectorizer.fit_transform(texts).tocsr()
-    names = vectorizer.get_feature_names_out()
-    counts = Counter(ph for t in texts for ph in analyzer(t))
+    return common
+
+
+def _add_top_phrases(weights, names, counts: Counter, p: dict, add) -> None:
+    """``add`` each chunk's ``phrases_per_chunk`` phrases of highest TF-IDF weight (row i of ``weights``: chunk i);
+    a phrase of several words only when it occurs ``min_phrase_count`` times."""
     for i in range(weights.shape[0]):
         row = weights.getrow(i)
         taken = 0
@@ -192,6 +178,39 @@ def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[s
             taken += 1
             if taken >= p["phrases_per_chunk"]:
                 break
+
+
+def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """The vocabulary's terms (rules in the module docstring), without vectors.
+
+    Args:
+        chunks: ``program.retrieval.chunking.Chunk`` objects (``text``, ``title``, ``heading``, ``doc_id``).
+        params: overrides of ``DEFAULT_PARAMS``.
+
+    Returns:
+        ``(terms, kinds, sources)``: ``sources[i]`` lists the indexes of the chunks term i was
+        collected from.
+    """
+    # lazy on purpose: scikit-learn loads only when a vocabulary is built
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+
+    p = {**DEFAULT_PARAMS, **(params or {})}
+    terms, kinds, sources, add = _term_collector()
+    for i, c in enumerate(chunks):
+        add(c.title or "", "title", i)
+        if c.heading and not c.heading.rstrip().endswith("?"):
+            add(c.heading, "heading", i)
+
+    texts = [c.text or "" for c in chunks]
+    common = _corpus_stop_words(chunks, texts, frozenset(ENGLISH_STOP_WORDS), p)
+    analyzer = _phrase_analyzer(frozenset(ENGLISH_STOP_WORDS) | common, int(p["max_ngram"]))
+    if not any(analyzer(t) for t in texts):
+        return terms, kinds, sources
+    vectorizer = TfidfVectorizer(analyzer=analyzer, sublinear_tf=True)
+    weights = vectorizer.fit_transform(texts).tocsr()
+    names = vectorizer.get_feature_names_out()
+    counts = Counter(ph for t in texts for ph in analyzer(t))
+    _add_top_phrases(weights, names, counts, p, add)
     return terms, kinds, sources
 
 
