@@ -141,16 +141,9 @@ class KnowledgeBase:
                     "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
         recover_interrupted_write(index_dir)
         if not force and (index_dir / MANIFEST_FILE).is_file():
-            try:
-                kb = cls.load(index_dir, embedder=emb)
-                if all(kb.manifest.get(k) == v for k, v in expected.items()):
-                    if IndexSpec.from_manifest(kb.manifest.get("index")) == spec:
-                        log.info("reusing index %s (%d chunks)", index_dir, len(kb))
-                        return kb
-                    return kb._reindex(spec)
-                log.info("index %s is stale; rebuilding", index_dir)
-            except KnowledgeBaseError as exc:
-                log.warning("cannot reuse index %s (%s); rebuilding", index_dir, exc)
+            kb = cls._reuse(index_dir, emb, expected, spec)
+            if kb is not None:
+                return kb
 
         t0 = time.perf_counter()
         report: dict = {}
@@ -172,6 +165,21 @@ class KnowledgeBase:
                  len(docs), len(chunks), len(vocabulary) if vocabulary is not None else "no",
                  manifest["build_seconds"])
         return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary)
+
+    @classmethod
+    def _reuse(cls, index_dir: Path, emb: Embedder, expected: dict, spec: IndexSpec) -> "KnowledgeBase | None":
+        """The saved index when ``expected`` matches its manifest (re-indexed if only ``spec`` differs); else None."""
+        try:
+            kb = cls.load(index_dir, embedder=emb)
+            if all(kb.manifest.get(k) == v for k, v in expected.items()):
+                if IndexSpec.from_manifest(kb.manifest.get("index")) == spec:
+                    log.info("reusing index %s (%d chunks)", index_dir, len(kb))
+                    return kb
+                return kb._reindex(spec)
+            log.info("index %s is stale; rebuilding", index_dir)
+        except KnowledgeBaseError as exc:
+            log.warning("cannot reuse index %s (%s); rebuilding", index_dir, exc)
+        return None
 
     def _reindex(self, spec: IndexSpec) -> "KnowledgeBase":
         """A copy of this knowledge base under a new index spec, built from the saved vectors and
