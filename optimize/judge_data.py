@@ -315,6 +315,22 @@ def _stated_answer(text: str, answers: list[str]) -> str | None:
     return next((a for a in answers if a and a.strip() and states_answer(text, [a])), None)
 
 
+def _answering_strip(q: dict, passages) -> tuple[tuple[list, int] | None, list[str]]:
+    """``((strips, i) of the first strip on the subject that states the answer, or None, texts of strips without it)``."""
+    answering, other = None, []
+    for p in passages:
+        strips = decompose(p)
+        about = names_subject(p.text, q["subject"])
+        for i, s in enumerate(strips):
+            pronoun = bool(re.match(r"(he|she|it|they|his|her)\b", s.text.strip(), re.I))
+            on_subject = names_subject(s.text, q["subject"]) or (about and pronoun)
+            if answering is None and on_subject and _stated_answer(s.text, q["possible_answers"]):
+                answering = (strips, i)
+            elif not states_answer(s.text, q["possible_answers"]):
+                other.append(s.text)
+    return answering, other
+
+
 def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[dict]:
     """Claims a generator makes from a PopQA question's strips, labeled supported or not.
 
@@ -347,17 +363,7 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
         templates = CLAIM_TEMPLATES.get(q["relation"])
         if not templates:
             continue
-        answering, other = None, []
-        for p in passages:
-            strips = decompose(p)
-            about = names_subject(p.text, q["subject"])
-            for i, s in enumerate(strips):
-                pronoun = bool(re.match(r"(he|she|it|they|his|her)\b", s.text.strip(), re.I))
-                on_subject = names_subject(s.text, q["subject"]) or (about and pronoun)
-                if answering is None and on_subject and _stated_answer(s.text, q["possible_answers"]):
-                    answering = (strips, i)
-                elif not states_answer(s.text, q["possible_answers"]):
-                    other.append(s.text)
+        answering, other = _answering_strip(q, passages)
         if answering is None:
             continue
         strips, i = answering
