@@ -56,6 +56,30 @@ def _lm_score(grader, question: str, text: str, max_chars: int = 700) -> tuple[f
     return float(score_grade(same, answers, outdated)[0]), float(answers)
 
 
+def _chunk_rows(q: dict, hits: list, relevant: list[bool], graded: list[tuple[float, float]],
+                random_scores: list[float], trained: dict) -> list[dict]:
+    """One row per graded top-``K`` chunk: its labels, the LM's scores (raw, less the random and batch means), the judges'."""
+    batch_mean = float(np.mean([s for s, _ in graded])) if graded else 0.0
+    random_mean = float(np.mean(random_scores)) if random_scores else 0.0
+    rows = []
+    for rank, (h, (score, answers)) in enumerate(zip(hits, graded)):
+        rows.append({"query": q["id"], "category": q.get("category", ""), "expected_action": q["expected_action"],
+                     "rank": rank, "chunk": h.id, "relevant": relevant[rank], "lm": round(score, 4),
+                     "lm_answers": round(answers, 4), "lm_calibrated": round(score - random_mean, 4),
+                     "lm_batch": round(score - batch_mean, 4), "random_mean": round(random_mean, 4),
+                     **{k: round(float(v[rank]), 4) for k, v in trained.items()}})
+    return rows
+
+
+def _best_in_top(rows: list[dict], score: str) -> dict[str, float]:
+    """Query id -> the highest ``score`` among its top-``TOP`` chunks."""
+    best = {}
+    for r in rows:
+        if r["rank"] < TOP:
+            best[r["query"]] = max(best.get(r["query"], -1.0), r[score])
+    return best
+
+
 def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log=print) -> tuple[dict, list[dict]]:
     """Grade each sampled query's top-``K`` chunks and ``n_random`` chunks of other documents.
 
@@ -94,24 +118,14 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
         graded = [_lm_score(grader, q["question"], h.text) for h in hits]
         relevant = set(q.get("relevant_chunk_ids") or []) if q.get("answerable", True) else set()
         trained = {k: j.passage_scores(q["question"], hits) for k, j in judges.items()}
-        batch_mean = float(np.mean([s for s, _ in graded])) if graded else 0.0
-        random_mean = float(np.mean(random_scores)) if random_scores else 0.0
-        for rank, (h, (score, answers)) in enumerate(zip(hits, graded)):
-            rows.append({"query": q["id"], "category": q.get("category", ""), "expected_action": q["expected_action"],
-                         "rank": rank, "chunk": h.id, "relevant": chunk_key(h.id) in relevant, "lm": round(score, 4),
-                         "lm_answers": round(answers, 4), "lm_calibrated": round(score - random_mean, 4),
-                         "lm_batch": round(score - batch_mean, 4), "random_mean": round(random_mean, 4),
-                         **{k: round(float(v[rank]), 4) for k, v in trained.items()}})
+        rows += _chunk_rows(q, hits, [chunk_key(h.id) in relevant for h in hits], graded, random_scores, trained)
         log(f"{name}: {i}/{len(queries)} queries ({time.perf_counter() - started:.0f} s)")
     names = ["lm", "lm_answers", "lm_calibrated", "lm_batch", *judges]
     summary = {"set": name, "split": split, "queries": len(queries), "passages": len(rows),
                "relevant_passages": sum(r["relevant"] for r in rows), "random_per_query": n_random,
                "seconds": round(time.perf_counter() - started, 1)}
     for s in names:
-        best = {}
-        for r in rows:
-            if r["rank"] < TOP:
-                best[r["query"]] = max(best.get(r["query"], -1.0), r[s])
+        best = _best_in_top(rows, s)
         expected = {r["query"]: r["expected_action"] for r in rows}
         ids = [q for q in best if expected[q] in ("correct", "incorrect")]
         summary[s] = {"passage_auc": auc([r["relevant"] for r in rows], [r[s] for r in rows]),
