@@ -396,8 +396,7 @@ def _only(args, parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _saved_compile(args, parser: argparse.ArgumentParser, program, lm) -> dict | None:
-    """The manifest saved in ``--out`` when ``--only`` recompiles part of it (its state loaded into
-    ``program``), else None; a compile for another LM or other data exits through ``parser.error``."""
+    """``--out``'s manifest for ``--only``, its state loaded into ``program`` (another LM or data exits); else None."""
     saved = read_manifest(args.out) if args.only else None
     if saved is not None:
         if saved.get("lm") != model_name(lm):
@@ -409,12 +408,7 @@ def _saved_compile(args, parser: argparse.ArgumentParser, program, lm) -> dict |
 
 
 def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics: dict) -> dict:
-    """The LM's ``(example, prediction, score)`` dev rows per kind, for the judge choice.
-
-    Each kind in ``only`` is compiled: its dev figures go into ``metrics``, its kept demos and
-    signature into ``predictors``. With ``judges`` in ``only``, the saved LM predictors the
-    judges stand in for are measured on the same dev rows (no compiling).
-    """
+    """Kind -> the LM's dev rows for the judge choice; compiled kinds' figures go to ``metrics``, demos to ``predictors``."""
     lm_rows = {}
     for spec in SPECS:
         if spec.kind not in only:
@@ -436,8 +430,7 @@ def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics:
 
 
 def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | None, only: list[str]) -> dict:
-    """Judgment -> its choice between the LM, the trained judge and the cascade (``choose``'s
-    figures); ``judges.choices`` follow it. The saved choice for a judgment not re-measured."""
+    """Judgment -> the LM's, trained judge's and cascade's figures and the chosen one (saved if not re-measured)."""
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
@@ -452,8 +445,7 @@ def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | Non
 
 
 def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -> dict:
-    """The retrieval evaluator's thresholds (lower, upper, and how they were set): the saved
-    ones, the trained passage judge's, or calibrated for the LM grader (``calibrate_thresholds``)."""
+    """The retrieval evaluator's thresholds: the saved ones, the trained passage judge's, or calibrated for the LM."""
     if saved is not None and not {"judges", "grading"} & set(only):
         return saved["thresholds"]  # neither the passage judge nor the LM grader changed
     if judges.choice("passage").use != "lm":
@@ -464,8 +456,7 @@ def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -
 
 def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, judges, lm_thresholds: dict,
               saved: dict | None, only: list[str], started: float) -> dict:
-    """The compile's manifest (``save_compiled``), ``dev_score`` included; a partial recompile
-    keeps the saved compile's settings and seconds and records its own under ``recompiled``."""
+    """The compile's manifest and ``dev_score``; a partial recompile keeps the saved settings, adds ``recompiled``."""
     manifest = {
         "lm": model_name(lm), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__, "optimizer": args.optimizer, "budget": args.budget,
@@ -492,8 +483,7 @@ def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, jud
 
 
 def _save(args, judges, program, manifest: dict) -> int:
-    """Save the judges and the program into ``--out`` unless worse than the saved compile;
-    the exit code: 0 saved, 3 a worse compile not saved, 2 the files could not be written."""
+    """The exit code of saving into ``--out``: 0 saved, 3 worse than the saved compile (not saved), 2 not written."""
     ok, why = may_overwrite(manifest, args.out, args.force)
     if not ok:
         print(f"not saved: {why}", file=sys.stderr)

@@ -189,9 +189,7 @@ def ask_all(program, mode: str, rows: list[dict], checker, threads: int, on_done
 
 @dataclass
 class _Run:
-    """What the modes' loop did: the (mode, id) pairs asked, the rows skipped as already done,
-    each failed mode's build error, each mode's judges report, and the exit code so far
-    (0, 1 a mode's program could not be built, 130 interrupted)."""
+    """What the modes' loop did: pairs asked, rows skipped, build errors, judges per mode, exit code (0, 1 or 130)."""
 
     asked: set[tuple[str, str]] = field(default_factory=set)
     skipped: int = 0
@@ -219,8 +217,7 @@ def _sigterm_as_interrupt():
 
 
 def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, knowledge_base, run: _Run):
-    """``(program, claim checker or None)`` for the mode, or None when its program could not be
-    built (the error printed and recorded in ``run``, the exit code 1)."""
+    """``(program, claim checker or None)`` for ``mode``; None when building failed (recorded in ``run``, code 1)."""
     try:
         program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
                                 decide_retrieval=args.decide_retrieval, web=args.web)
@@ -237,8 +234,7 @@ def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, kn
 
 def _ask_modes(args: argparse.Namespace, rows: list[dict], build_program, knowledge_base, compiled,
                threads: int, csv_path: Path, steps_path: Path) -> _Run:
-    """Ask each mode's program the rows not done yet, appending to ``results.csv`` and
-    ``steps.csv`` row by row; what was done. Ctrl-C or SIGTERM ends the loop with code 130."""
+    """What asking each mode its rows not done did; rows go to the CSVs as they end (Ctrl-C or SIGTERM: code 130)."""
     old_term = _sigterm_as_interrupt()
     done = done_pairs(csv_path) if args.resume else set()
     run = _Run()
@@ -282,8 +278,7 @@ def _ask_modes(args: argparse.Namespace, rows: list[dict], build_program, knowle
 
 
 def _summary(args: argparse.Namespace, run: _Run, csv_path: Path, steps_path: Path) -> dict:
-    """Mode -> its figures (``report.summarize_run``) over this run's rows (all rows with
-    ``--resume``), a mode that could not be built with its ``build_error``."""
+    """Mode -> its figures over this run's rows (all rows with ``--resume``), with any ``build_error``."""
     results, steps = report.read_results(csv_path), report.read_steps(steps_path)
     if not args.resume:  # this run's rows only
         results, steps = report.only_pairs(results, run.asked), report.only_pairs(steps, run.asked)

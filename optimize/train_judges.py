@@ -185,8 +185,7 @@ def _strip_judge(train_q, adv, popqa_kb, web, embedder) -> tuple[LinearJudge, jd
 
 
 def _support_judge(train_q, docs: dict, adv, popqa_kb, embedder) -> tuple[LinearJudge, jd.Pairs, float, float]:
-    """``(support judge, its training pairs, partially threshold, fully threshold)`` from labeled,
-    synthetic (on ``docs``, PopQA doc_id -> text) and PopQA claim pairs."""
+    """``(support judge, its pairs, partially, fully)`` from synthetic (on ``docs``), PopQA claim and labeled pairs."""
     train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
     synthetic = jd.synthetic_support_pairs(train_docs, embedder)
     claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)

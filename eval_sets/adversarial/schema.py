@@ -187,8 +187,7 @@ def _check_answers(row: dict, where: str, report) -> None:
 
 def _check_query_docs(row: dict, ids: list[str], needs_retrieval, where: str, report, kb_ids: set[str],
                       chunk_ids: set[str] | None) -> None:
-    """Add a query's problems with its relevant docs and chunks, against its answerability and
-    whether it needs retrieval."""
+    """Add a query's problems with its relevant docs and chunks, given its answerability and retrieval need."""
     _check_kb_docs(ids, where, report, kb_ids)
     answerable = row.get("answerable")
     chunks = row.get("relevant_chunk_ids") or []
@@ -211,8 +210,7 @@ def _check_query_docs(row: dict, ids: list[str], needs_retrieval, where: str, re
 
 
 def _check_query(row: dict, where: str, report, kb_ids: set[str], chunk_ids: set[str] | None) -> None:
-    """Add a query row's problems: its category, expected action, needs_retrieval, relevant docs
-    and chunks (``_check_query_docs``), gold answers and expert terms."""
+    """Add a query row's problems: category, expected action, needs_retrieval, docs and chunks, answers, terms."""
     if row.get("category") not in CATEGORIES:
         report.add(where, f"category must be one of {CATEGORIES}, got {row.get('category')!r}")
     if row.get("expected_action") not in ACTIONS:

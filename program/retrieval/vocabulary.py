@@ -127,8 +127,7 @@ def _phrase_analyzer(stop: frozenset[str], max_ngram: int):
 
 
 def _term_collector():
-    """``(terms, kinds, sources, add)``: empty term lists, and ``add(term, kind, chunk)`` that records a term
-    once (by ``_norm_key``, its first spelling and kind kept) and each chunk index it came from."""
+    """``(terms, kinds, sources, add)``: empty lists, and ``add(term, kind, chunk)`` that records each term once."""
     terms: list[str] = []
     kinds: list[str] = []
     sources: list[list[int]] = []
@@ -165,8 +164,7 @@ def _corpus_stop_words(chunks, texts: list[str], stop: frozenset[str], p: dict) 
 
 
 def _add_top_phrases(weights, names, counts: Counter, p: dict, add) -> None:
-    """``add`` each chunk's ``phrases_per_chunk`` phrases of highest TF-IDF weight (row i of ``weights``: chunk i);
-    a phrase of several words only when it occurs ``min_phrase_count`` times."""
+    """``add`` each chunk's top ``phrases_per_chunk`` phrases by TF-IDF weight, rare phrases of several words skipped."""
     for i in range(weights.shape[0]):
         row = weights.getrow(i)
         taken = 0

@@ -90,8 +90,7 @@ def _new_manifest(source: Path, embedder, chunking: dict, params: dict) -> dict:
 
 def _open_table(db, table: str, source: Path, embedder, chunking: dict, params: dict, requested: dict,
                 meta: dict) -> None:
-    """Create the tables if missing, check their manifest and HNSW build against ``embedder`` and
-    ``requested``, and record this ingest's chunking, source and index settings in the manifest."""
+    """Create the tables if missing, check the manifest and HNSW build, record this ingest's chunking, source, index."""
     db.run(lambda c: schema.create(c, table, embedder.dimensions, params, meta), what="create tables")
     db.renew()  # connections opened before CREATE EXTENSION lack the vector type
     meta = db.run(lambda c: schema.read_meta(c, table), what="read manifest")
