@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from syntok import segmenter
 
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being it its this that "
@@ -80,3 +83,51 @@ def without_footnotes(text: str) -> str:
     'Paris is the capital. It has 2 million people.'
     """
     return _FOOTNOTE.sub("", text) if "[" in text else text
+
+
+# The one sentence splitter: syntok, chosen by measure over the knowledge bases' own text
+# (docs/sentence-splitters.md: 54 false and 11 missed cuts, where the regular expressions it
+# replaced made 447 to 676 false cuts, "St. Louis" and "U.S. Army" among them).
+SPLITTER_VERSION = "syntok-1.4.4, line breaks, spaced cuts"  # recorded by every saved index
+
+
+@lru_cache(maxsize=32768)
+def _line_spans(line: str) -> tuple[tuple[int, int], ...]:
+    starts = [sentence[0].offset for paragraph in segmenter.process(line) for sentence in paragraph if sentence]
+    if not starts:
+        return ((0, len(line)),) if line.strip() else ()
+    starts[0] = 0  # whatever precedes the first token belongs to the first sentence
+    # no space, no boundary: syntok cuts a Markdown link "[text](url)" and "a.b" in two
+    starts = [a for a in starts if a == 0 or line[a - 1].isspace()]
+    ends = starts[1:] + [len(line)]
+    return tuple((a, b) for a, b in zip(starts, ends))
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``[(start, end), ...]`` character offsets of ``text``'s sentences, line by line.
+
+    A line break always ends a sentence (list items, headings and table rows are units of
+    their own); within a line, syntok's segmenter cuts. Each span runs from its sentence's
+    first token to the next one's, so the spans, joined, are the text without its line breaks:
+    syntok's token values are not used (it rewrites some, e.g. a hyphen at a line end), only its
+    offsets. A span may end in spaces; ``sentences`` strips them. Whitespace-only lines have none.
+
+    >>> [text[a:b] for text in ["Mt. St. Helens erupted. It was 1980."] for a, b in sentence_spans(text)]
+    ['Mt. St. Helens erupted. ', 'It was 1980.']
+    """
+    spans, offset = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            spans.extend((offset + a, offset + b) for a, b in _line_spans(line))
+        offset += len(line) + 1
+    return spans
+
+
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences, stripped, in order (``sentence_spans``): the one splitter of chunks,
+    knowledge strips (CRAG §4.3's decomposition), claims and the judges' evidence sentences.
+
+    >>> sentences("He moved to St. Louis in 1990. He joined the U.S. Army.\\nEarly life")
+    ['He moved to St. Louis in 1990.', 'He joined the U.S. Army.', 'Early life']
+    """
+    return [piece for a, b in sentence_spans(text) if (piece := text[a:b].strip())]

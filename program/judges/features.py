@@ -18,9 +18,8 @@ from __future__ import annotations
 import math
 import re
 
-from program.text import STOPWORDS, content_words, coverage, has_negation, names, numbers, words
+from program.text import STOPWORDS, content_words, coverage, has_negation, names, numbers, sentences, words
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PRONOUN_START = re.compile(r"^(he|she|it|they|his|her|its|their|this|these)\b", re.I)
 STALE_CUES = ("deprecated", "legacy", "archived", "superseded", "outdated", "no longer", "sunset",
               "discontinued", "retired", "old version", "replaced by")
@@ -41,7 +40,7 @@ def entity_names(question: str) -> set[str]:
     sentence is capitalised by grammar, not because it names something, so it is left out.
     """
     found: set[str] = set()
-    for sentence in _SENTENCE.split(question.strip()):
+    for sentence in sentences(question):
         tokens = sentence.split()
         found |= names(" ".join(tokens[1:]))
     return found - STOPWORDS
@@ -114,7 +113,7 @@ def strip_features(question: str, strip: str, cosine: float, passage: str, passa
 
 def evidence_sentences(evidence: str) -> list[str]:
     """The evidence split into sentences (and lines), the units a claim is compared with."""
-    return [s.strip() for line in evidence.split("\n") for s in _SENTENCE.split(line) if s.strip()]
+    return sentences(evidence)
 
 
 def support_features(claim: str, sentences: list[str], cosines: list[float], cosine_all: float,

@@ -23,12 +23,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from program.text import SPLITTER_VERSION, sentences
+
 TOKENS_PER_WORD = 1.3
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-# a sentence ends at . ! or ?, with the quotes and brackets that close it, before a space
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s+\S)")
 
 
 @dataclass
@@ -59,15 +59,20 @@ def count_tokens(text: str) -> int:
     return math.ceil(len(text.split()) * TOKENS_PER_WORD)
 
 
+def chunking_params(target_tokens: int, max_tokens: int, overlap_tokens: int) -> dict:
+    """What a saved index records of how its chunks were cut (faiss manifest, pgvector meta).
+
+    The sentence splitter's version is among them: a chunk's boundaries move when it changes,
+    so an index cut by another splitter is rebuilt, not reused."""
+    return {"target_tokens": target_tokens, "max_tokens": max_tokens, "overlap_tokens": overlap_tokens,
+            "token_estimate": "ceil(whitespace_words*1.3)", "sentences": SPLITTER_VERSION,
+            "embed_text": "title+heading+text"}
+
+
 def split_sentences(text: str) -> list[str]:
-    """Split after ``.``, ``!`` or ``?`` (and the quotes and brackets closing it) followed by
-    whitespace. Every character but the whitespace between sentences is kept."""
-    pieces, start = [], 0
-    for end in _SENTENCE_END.finditer(text):
-        pieces.append(text[start:end.end()])
-        start = end.end()
-    pieces.append(text[start:])
-    return [s.strip() for s in pieces if s.strip()]
+    """The text's sentences (``program.text.sentences``: syntok, and every line break). Every
+    character but the whitespace between sentences is kept."""
+    return sentences(text)
 
 
 def split_sections(text: str) -> list[tuple[str, list[str]]]:

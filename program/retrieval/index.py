@@ -43,7 +43,7 @@ import faiss
 
 from program.retrieval.base import (IndexNotFoundError, KnowledgeBaseError, embed_text,  # noqa: F401 (re-exported)
                                     file_sha256)
-from program.retrieval.chunking import Chunk, chunk_document
+from program.retrieval.chunking import Chunk, chunk_document, chunking_params
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
@@ -132,9 +132,7 @@ class KnowledgeBase:
         # absolute, symlinks kept: a corpus file linked as kb.jsonl keeps its name and type
         source, index_dir = Path(os.path.abspath(source_path)), Path(index_dir).resolve()
         emb = embedder or get_embedder()
-        chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens,
-                    "overlap_tokens": overlap_tokens, "token_estimate": "ceil(whitespace_words*1.3)",
-                    "embed_text": "title+heading+text"}
+        chunking = chunking_params(target_tokens, max_tokens, overlap_tokens)
         spec = IndexSpec.coerce(index)
         files = _fingerprint(source)
         expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,

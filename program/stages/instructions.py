@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 import dspy
 
 from program.judges.instruction import default_judge
+from program.text import sentence_spans
 from program.types import Passage
 
 _MODEL = r"(?:ai|a\.i\.|llms?|language models?|assistants?|chat ?bots?|models?)"
@@ -51,7 +52,8 @@ CUES = [re.compile(p, re.I) for p in (
     r"<\|(?:im_start|im_end|system|user|assistant)\|>|\[/?INST\]|<<SYS>>",
     r"^\W*#{1,6}\s*(?:instruction|system|response)\s*:",
 )]
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\s+(?=>\s*[A-Z])")  # and before a "> " quote
+# a "> " quote inside a line starts a unit of its own (a quoted instruction beside prose)
+_QUOTE = re.compile(r"\s+(?=>\s*[A-Z])")
 
 
 def instruction_cue(sentence: str) -> str:
@@ -78,11 +80,24 @@ def _units(text: str) -> list[tuple[str, bool]]:
         for j, line in enumerate(part.split("\n")):
             if j:
                 pieces.append(("\n", False))
-            for k, sentence in enumerate(_SENTENCE.split(line)):
-                if k:
-                    pieces.append((" ", False))
-                pieces.append((sentence, bool(sentence.strip())))
+            pieces.extend(_sentence_units(line))
     return pieces
+
+
+def _sentence_units(line: str) -> list[tuple[str, bool]]:
+    """One line as ``(piece, judged)`` pieces that join back to it: its sentences
+    (``program.text.sentence_spans``, and a "> " quote) judged, the spaces around them not."""
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    for cut in [m.start() for m in _QUOTE.finditer(line)] + [len(line)]:
+        segment = line[start:cut]
+        for a, b in sentence_spans(segment) or [(0, len(segment))]:
+            text = segment[a:b]
+            sentence = text.strip()
+            lead = text[:len(text) - len(text.lstrip())]
+            pieces += [(lead, False), (sentence, bool(sentence)), (text[len(lead) + len(sentence):], False)]
+        start = cut
+    return [p for p in pieces if p[0]]
 
 
 def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, list[str]]:
@@ -91,8 +106,8 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
     A sentence is set aside when a cue of :data:`CUES` matches it or when the trained
     instruction judge (``program.judges.instruction``; ``judge``: an ``InstructionJudge``, None
     for the cues alone, default: the committed one) scores it at or above its threshold.
-    Sentences are split as the refiner splits strips (``.``, ``!`` or ``?`` then a capital or a
-    digit), line by line; an HTML comment is one unit. The rest of the passage keeps its order
+    Sentences are split as the refiner splits strips (``program.text.sentences``), line by
+    line; an HTML comment is one unit. The rest of the passage keeps its order
     and line breaks, so the sentence that answers beside an injection stays. The title is
     judged too: a title that addresses the model is emptied. A passage with nothing to set
     aside is returned as it is.
@@ -113,8 +128,9 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
             removed.append(piece)
             skip_space = True  # and the space after it
             continue
-        if not (skip_space and piece == " "):
-            out.append(piece)
+        if skip_space and not is_judged and piece != "\n":
+            continue  # the spaces after a sentence set aside
+        out.append(piece)
         skip_space = False
     changes = {"text": "".join(out).strip()}
     if title in flagged:

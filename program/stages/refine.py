@@ -13,7 +13,6 @@ answerable or not.)
 
 from __future__ import annotations
 
-import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -24,11 +23,10 @@ from program.guards.caps import report_cap
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.instructions import set_aside_instructions
-from program.text import clean_copy, coverage, is_none
+from program.text import clean_copy, coverage, is_none, sentences
 from program.types import Passage, Strip
 from signatures import StripRelevance
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 @dataclass
@@ -77,9 +75,8 @@ def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> li
     fragments like "Early life." do not stand alone. Returns strips with ``position`` in
     source order.
     """
-    sentences = [s.strip() for para in passage.text.split("\n") for s in _SENTENCE_END.split(para) if s.strip()]
     strips: list[str] = []
-    for sentence in sentences:
+    for sentence in sentences(passage.text):
         short = strips and min(len(strips[-1].split()), len(sentence.split())) < min_words
         if short and len(strips[-1].split()) + len(sentence.split()) <= strip_words:
             strips[-1] = f"{strips[-1]} {sentence}"

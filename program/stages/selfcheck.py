@@ -22,11 +22,10 @@ from program.judges.features import entity_names
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
-from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, words
+from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, sentences, words
 from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 RANKED_VERDICTS = ["no", "partially", "fully"]  # IsSup verdicts, worst first
 VERDICT_VALUE = {"no": 0.0, "partially": 0.5, "fully": 1.0}  # the support judge's lexical feature
 _STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
@@ -81,7 +80,7 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
 
 def evidence_sentences(evidence: str) -> list[str]:
     """The evidence split into sentences, the units a quote is judged against."""
-    return [s for s in _SENTENCES.split(evidence) if s.strip()]
+    return sentences(evidence)
 
 
 def lexical_support(claim: str, evidence: str, question: str = "") -> str:
@@ -141,14 +140,14 @@ class ClaimChecker(dspy.Module):
     def forward(self, question: str, answer: str, strips: list[Strip]) -> list[Claim]:
         if is_abstention(answer):
             return []
-        sentences = [s for s in _SENTENCES.split(answer.strip()) if s]
-        if len(sentences) == 1 and not self.extract_single_sentence:
+        answer_sentences = sentences(answer)
+        if len(answer_sentences) == 1 and not self.extract_single_sentence:
             texts = [answer.strip()]
         else:
             try:
                 texts = [str(c) for c in self.extract(question=question, answer=answer, config=CRITIQUE_CONFIG).claims]
             except Exception:
-                texts = sentences
+                texts = answer_sentences
         texts = [t for t in texts if str(t).strip()]
         if len(texts) > self.max_claims:
             report_cap("claims", self.max_claims, f"checked the first {self.max_claims} of {len(texts)} claims")
@@ -158,7 +157,7 @@ class ClaimChecker(dspy.Module):
             if not text.strip():
                 continue
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
-            cited = cited_numbers(self._sentence_for(text, sentences), len(strips)) or cited_numbers(text, len(strips))
+            cited = cited_numbers(self._sentence_for(text, answer_sentences), len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
             verdict, score = self._check(without_asked_entity(text, question), evidence, question)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))

@@ -16,7 +16,7 @@ import numpy as np
 from psycopg import sql
 
 from program.retrieval.base import IndexNotFoundError
-from program.retrieval.chunking import Chunk
+from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
 from program.retrieval.postgres import schema
 from program.retrieval.postgres.connection import Database
@@ -100,8 +100,7 @@ class PgVectorKnowledgeBase:
         if not 0 < target_tokens <= max_tokens or not 0 <= overlap_tokens < target_tokens:
             raise ValueError(f"bad chunking: target {target_tokens}, max {max_tokens}, overlap {overlap_tokens}")
         emb = embedder or get_embedder()
-        chunking = {"target_tokens": target_tokens, "max_tokens": max_tokens, "overlap_tokens": overlap_tokens,
-                    "token_estimate": "ceil(whitespace_words*1.3)", "embed_text": "title+heading+text"}
+        chunking = chunking_params(target_tokens, max_tokens, overlap_tokens)
         db = Database(DatabaseURL.parse(url), max_size=2)
         try:
             report = index_corpus(db, db.url.table, Path(source_path).resolve(), emb, chunking, hnsw,
