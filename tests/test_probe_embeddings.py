@@ -11,20 +11,20 @@ AXES = {"q": [1, 0, 0], "a": [1, 0, 0], "b": [0, 1, 0], "c": [0.6, 0.8, 0]}
 
 
 class AxisEmbedder:
-    """Each text's vector is the axis named by its first letter (3 dimensions); counts the texts embedded."""
+    """Each text's vector is the axis named by its first letter, either case (3 dimensions); counts the texts embedded."""
 
     def __init__(self):
         self.embedded = []
 
     def encode(self, texts):
         self.embedded += texts
-        return np.array([AXES[t[0]] for t in texts], dtype=float)
+        return np.array([AXES[t[0].lower()] for t in texts], dtype=float)
 
 
 def pairs() -> Pairs:
     p = Pairs(cues=None)
-    p.add([0.5, 2.0], None, 1, "g1", text=("q?", "b one. a two. c three."))
-    p.add([0.1, 1.0], None, 0, "g2", text=("q?", "b only."))
+    p.add([0.5, 2.0], None, 1, "g1", text=("q?", "B one. A two. C three."))
+    p.add([0.1, 1.0], None, 0, "g2", text=("q?", "B only."))
     return p
 
 
