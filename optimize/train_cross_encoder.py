@@ -39,16 +39,19 @@ def _best_top3(pairs: jd.Pairs, scores) -> dict:
 
 
 def cross_encoder_figures(sources, document_rows, name: str, kb, embedder, max_pairs: int = 2000,
-                          time_cap: float = 600.0, log=print) -> dict:
+                          time_cap: float = 600.0, epochs: int = 1, strips=None, log=print) -> dict:
     """Train the cross-encoder on ``sources`` (labels out, plus ``document_rows``: the measured
     knowledge base's own rows), calibrate ``lower`` / ``upper`` on its scores of ``document_rows``'
     questions, and return ``action_accuracy`` and ``passage_auc`` on domain ``name``'s test queries
-    (as ``optimize.transfer.measure_domain`` computes them), with the training rows and seconds."""
+    (as ``optimize.transfer.measure_domain`` computes them), with the training rows, steps and seconds.
+    Training stops after ``epochs`` passes over the pairs or ``time_cap`` seconds, whichever comes first.
+    ``strips`` (``judge_data.Pairs`` of (question, strip) texts, optional): also the ``strip_auc`` of the
+    same judge reading strips, which it was not trained on."""
     from eval_sets.domains import load_rows
 
     started = time.perf_counter()
     pairs, labels = training_pairs(sources, max_pairs)
-    judge = CrossEncoderJudge().fit(pairs, labels, time_cap=time_cap, log=log)
+    judge = CrossEncoderJudge().fit(pairs, labels, epochs=epochs, time_cap=time_cap, log=log)
     trained = time.perf_counter() - started
     rows = document_rows.passage
     own_scores = judge.predict([t for t in rows.texts])
@@ -60,11 +63,15 @@ def cross_encoder_figures(sources, document_rows, name: str, kb, embedder, max_p
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     test_best = _best_top3(test, scores)
     actions = {q: tj.action_of(test_best.get(q, 0.0), thresholds["lower"], thresholds["upper"]) for q in expected}
-    log(f"{name}: cross-encoder on {len(pairs)} pairs ({trained:.0f} s): passage AUC {tj.auc(test.labels, scores)}")
+    strip_auc = tj.auc(strips.labels, judge.predict(strips.texts)) if strips is not None and len(strips) else None
+    log(f"{name}: cross-encoder on {len(pairs)} pairs, {judge.steps} steps ({trained:.0f} s): "
+        f"passage AUC {tj.auc(test.labels, scores)}, strip AUC {strip_auc}")
     return {"action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
-            "passage_auc": tj.auc(test.labels, scores), "confusion": tj._confusion(expected, actions),
+            "passage_auc": tj.auc(test.labels, scores), "strip_auc": strip_auc,
+            "confusion": tj._confusion(expected, actions),
             "thresholds": {"lower": thresholds["lower"], "upper": thresholds["upper"]},
-            "train_pairs": len(pairs), "train_seconds": round(trained, 1),
+            "train_pairs": len(pairs), "train_steps": judge.steps, "epochs": epochs,
+            "train_seconds": round(trained, 1),
             "seconds": round(time.perf_counter() - started, 1)}
 
 

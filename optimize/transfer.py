@@ -122,14 +122,15 @@ def measure_popqa(judges, kb, embedder) -> dict:
 
 
 def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0, cross_encoder: bool = False,
-                 log=print) -> dict:
+                 cross_encoder_options: dict | None = None, log=print) -> dict:
     """Build every source's training pairs once, fit the judges with all and without each of
     ``domains`` (and adapted to its documents), and measure them on that domain. ``questions``: how
     many questions the configured LM writes per domain for its adaptation (0: headings only), within
     ``time_cap`` seconds per domain. ``cross_encoder``: also fine-tune the MiniLM cross-encoder as the
-    passage judge on the adapted rows (``optimize.train_cross_encoder``, up to ``time_cap`` seconds)
-    and report its action accuracy and passage AUC. Returns ``{domain: figures}``."""
-    from eval_sets.domains import DOMAINS
+    passage judge on the adapted rows (``optimize.train_cross_encoder``; ``cross_encoder_options``:
+    its ``max_pairs``, ``time_cap`` and ``epochs``) and report its action accuracy and passage AUC.
+    Returns ``{domain: figures}``."""
+    from eval_sets.domains import DOMAINS, load_rows
     from optimize.judge_sources import domain_source, fit_judges, popqa_source
     from optimize.lm_questions import write_questions
     from optimize.synthetic_rows import document_source
@@ -162,9 +163,10 @@ def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0
                               "thresholds": {v: figures[v]["thresholds"] for v in variants},
                               "trained_on": {v: [s.name for s in srcs] for v, srcs in variants.items()}})
         if cross_encoder and name != "popqa":
+            strips = jd.adversarial_strip_pairs(load_rows(name, "strips", _component_split(name, "strips")), embedder)
             summary[name]["cross_encoder_adapted"] = cross_encoder_figures(variants["adapted"], own_rows, name,
-                                                                           kbs[name], embedder, time_cap=time_cap,
-                                                                           log=log)
+                                                                           kbs[name], embedder, strips=strips,
+                                                                           log=log, **(cross_encoder_options or {}))
         log(f"{name}: " + "; ".join(f"{f} " + " / ".join(f"{v} {figures[v][f]}" for v in variants) for f in FIGURES))
     return summary
 
@@ -206,25 +208,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="the LM that writes them (default embedded-1.5b)")
     parser.add_argument("--cross-encoder", action="store_true",
                         help="also fine-tune the MiniLM cross-encoder as the passage judge, adapted (minutes per domain)")
+    parser.add_argument("--cross-encoder-pairs", type=int, default=2000, help="its training pairs (default 2000)")
+    parser.add_argument("--cross-encoder-epochs", type=int, default=1, help="its passes over them (default 1)")
+    parser.add_argument("--cross-encoder-seconds", type=float, default=600.0,
+                        help="its training time cap per domain (default 600)")
     args = parser.parse_args(argv)
     domains = [d.strip() for d in args.domains.split(",") if d.strip()]
     unknown = [d for d in domains if d != "popqa" and d not in DOMAINS]
     if unknown or not domains:
         print(f"error: unknown domain(s) {unknown}; choose from {', '.join([*DOMAINS, 'popqa'])}", file=sys.stderr)
         return 2
-    if args.questions < 0 or args.time_cap <= 0:
-        print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
+    if args.questions < 0 or args.time_cap <= 0 or args.cross_encoder_seconds <= 0 \
+            or args.cross_encoder_pairs < 1 or args.cross_encoder_epochs < 1:
+        print("error: --questions must be 0 or more; --time-cap, --cross-encoder-seconds, --cross-encoder-pairs "
+              "and --cross-encoder-epochs positive", file=sys.stderr)
         return 2
     if args.questions:
         from program.lm.configure import configure_lm
 
         configure_lm(args.model)
     started = time.perf_counter()
-    summary = run_transfer(domains, args.questions, args.time_cap, args.cross_encoder,
+    cross_encoder_options = {"max_pairs": args.cross_encoder_pairs, "epochs": args.cross_encoder_epochs,
+                             "time_cap": args.cross_encoder_seconds}
+    summary = run_transfer(domains, args.questions, args.time_cap, args.cross_encoder, cross_encoder_options,
                            log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
     meta = {"command": " ".join(["python -m optimize.transfer", *(argv if argv is not None else sys.argv[1:])]),
             "judges": "trained (program.judges.LinearJudge), no LM judging",
-            "questions_written_per_domain": args.questions, "cross_encoder": args.cross_encoder,
+            "questions_written_per_domain": args.questions,
+            "cross_encoder": cross_encoder_options if args.cross_encoder else False,
             "seconds": round(time.perf_counter() - started, 1)}
     path = write_summary(summary, Path(args.out), meta)
     print(format_table(summary))

@@ -123,7 +123,8 @@ def test_the_cross_encoder_learns_a_pair_and_names_a_bad_call():
     relevant = ("How long do refunds take?", "Refunds appear within 5-10 business days.")
     other = ("How long do refunds take?", "Payouts are sent every weekday.")
     before = judge.predict([relevant, other])
-    judge.fit([relevant, other] * 8, [1, 0] * 8, epochs=3, batch_size=4, lr=1e-4)
+    judge.fit([relevant, other] * 8, [1, 0] * 8, epochs=3, batch_size=4, lr=1e-4, warmup=4)
+    assert judge.steps == 12  # 3 epochs of 4 batches
     after = judge.predict([relevant, other])
     assert after.shape == (2,) and ((after >= 0) & (after <= 1)).all()
     assert after[0] - after[1] > before[0] - before[1]

@@ -44,12 +44,19 @@ class CrossEncoderJudge:
 
         torch.manual_seed(seed)
         self.seed = seed
+        self.steps = 0  # optimiser steps taken by the last fit
         self.encoder = CrossEncoder(str(model_dir or default_model_path()), num_labels=1, max_length=max_length,
                                     device="cpu")
 
     def fit(self, pairs: list[tuple[str, str]], labels: list[int], epochs: int = 1, batch_size: int = 16,
-            lr: float = 3e-5, time_cap: float | None = None, log=None) -> "CrossEncoderJudge":
+            lr: float = 3e-5, head_lr: float = 1e-3, warmup: int = 50, balance: bool = True,
+            time_cap: float | None = None, log=None) -> "CrossEncoderJudge":
         """Fine-tune on ``pairs`` (question, passage) with 0/1 ``labels``; stops early at ``time_cap`` seconds.
+
+        The new head learns at ``head_lr`` and the pre-trained layers at ``lr``, both warmed up linearly
+        over ``warmup`` steps: a random head at the body's rate barely moves in a few hundred steps (the
+        one-epoch run in docs/judges.md). ``balance`` weighs the positive class by negatives / positives,
+        since a retriever's top-k holds few relevant passages.
 
         Raises:
             ValueError: pairs and labels of different lengths, or no pairs."""
@@ -58,7 +65,12 @@ class CrossEncoderJudge:
         if len(pairs) != len(labels) or not pairs:
             raise ValueError(f"fit needs as many labels as pairs (got {len(pairs)} pairs, {len(labels)} labels)")
         model, tokenizer = self.encoder.model, self.encoder.tokenizer
-        optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
+        head = [p for n, p in model.named_parameters() if n.startswith("classifier")]
+        body = [p for n, p in model.named_parameters() if not n.startswith("classifier")]
+        optimiser = torch.optim.AdamW([{"params": body, "lr": lr}, {"params": head, "lr": head_lr}])
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: min(1.0, (step + 1) / max(1, warmup)))
+        positives = sum(1 for y in labels if y)
+        weight = torch.tensor((len(labels) - positives) / positives if balance and 0 < positives < len(labels) else 1.0)
         order = list(range(len(pairs)))
         rng = random.Random(self.seed)
         started, steps = time.perf_counter(), 0
@@ -71,17 +83,20 @@ class CrossEncoderJudge:
                                     padding=True, max_length=self.encoder.max_seq_length, return_tensors="pt")
                 logits = model(**encoded).logits.squeeze(-1)
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                    logits, torch.tensor([float(labels[i]) for i in batch]))
+                    logits, torch.tensor([float(labels[i]) for i in batch]), pos_weight=weight)
                 loss.backward()
                 optimiser.step()
+                scheduler.step()
                 optimiser.zero_grad()
                 steps += 1
                 if log and steps % 50 == 0:
                     log(f"cross-encoder: {steps} steps, loss {loss.item():.3f}, {time.perf_counter() - started:.0f} s")
                 if time_cap and time.perf_counter() - started > time_cap:
                     model.eval()
+                    self.steps = steps
                     return self
         model.eval()
+        self.steps = steps
         return self
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
