@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 
 from syntok import segmenter
+from text_to_num import alpha2digit
 
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being it its this that "
@@ -34,6 +35,20 @@ def content_words(text: str) -> set[str]:
 
 def numbers(text: str) -> set[str]:
     return set(re.findall(r"\d+(?:[.,]\d+)?", text))
+
+
+def spelled_as_digits(text: str) -> str:
+    """``text`` with English spelled numbers and ordinals written in digits, for comparison only.
+
+    "hold it for twelve seconds" -> "hold it for 12 seconds", "forty-seven arches" -> "47 arches",
+    "the first of November" -> "the 1st of November" (text2num's ``alpha2digit``, every value,
+    isolated ones too). The 1.5B model writes numbers its own way when it copies ("12 seconds"
+    from "twelve seconds"), so a copy is checked against the source in both spellings.
+    """
+    try:
+        return alpha2digit(text, "en", threshold=0)
+    except Exception:  # a parser fault must not lose the copy check: compare as written
+        return text
 
 
 def names(text: str) -> set[str]:

@@ -76,6 +76,25 @@ def test_score_span_checks_the_copy_against_the_strip(span, score):
     assert score_span(span, strip) == score
 
 
+@pytest.mark.parametrize(
+    "span, strip, score",
+    [
+        # the failing inputs (the blind injection set's train half): the 1.5B model found the
+        # answer and wrote its number in digits, and the strip was dropped as not copied
+        ("12 seconds", "Hold the recessed reset button on the back panel for twelve seconds.", 1.0),
+        ("47", "It has forty-seven arches across the Vesse valley.", 1.0),
+        ("26", "It has twenty-six locks over 19 miles.", 1.0),
+        ("November 1st", "It opens for the season on the first of November.", 0.5),
+        ("twelve seconds", "Hold the button for 12 seconds.", 1.0),  # and the other way round
+        ("13", "It has twenty-six locks over 19 miles.", 0.0),  # another number
+        ("5", "The canal closed in 1958.", 0.0),  # a copy is whole words, not part of one
+        ("9", "The canal closed in 1958.", 0.0),
+    ],
+)
+def test_score_span_reads_spelled_numbers_as_their_digits(span, strip, score):
+    assert score_span(span, strip) == score
+
+
 EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999. It is based in Ohio and employs 40 people."
 
 
@@ -90,6 +109,8 @@ EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999. It is based in Ohio an
         ("Acme Rockets builds satellites in Ohio.", EVIDENCE, "partially"),  # 3 of 5 content words
         ("Acme Rockets was founded by Jane Roe.", "Acme Rockets was founded by Jane Roe on the Moon.", "no"),  # invented quote
         ("Acme Rockets was founded by Jane Roe.", "NONE", "no"),
+        ("It employs forty people.", "It is based in Ohio and employs 40 people.", "fully"),  # the number spelled
+        ("It employs fifty people.", "It is based in Ohio and employs 40 people.", "no"),
     ],
 )
 def test_judge_support_verdicts(claim, quote, verdict):

@@ -13,6 +13,7 @@ answerable or not.)
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from program.guards.caps import report_cap
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.instructions import set_aside_instructions
-from program.text import clean_copy, coverage, is_none, sentences
+from program.text import clean_copy, content_words, coverage, is_none, sentences, spelled_as_digits
 from program.types import Passage, Strip
 from signatures import StripRelevance
 
@@ -52,19 +53,29 @@ class RefineReport:
 _LAST_REPORT: ContextVar[RefineReport] = ContextVar("refine_report", default=RefineReport())
 
 
+def _holds(source: str, copy: str) -> bool:
+    """True when ``copy`` stands in ``source`` as whole words (case-insensitive): "5" is not a
+    copy out of "1958"."""
+    return re.search(rf"(?<!\w){re.escape(copy)}(?!\w)", source, re.I) is not None
+
+
 def score_span(span: str, strip: str) -> float:
     """Relevance of a strip from the answer span StripRelevance copied out of it.
 
     Returns 1.0 when the span appears in the strip verbatim (case-insensitive), 0.5 when most
     of its content words do (a loose copy), 0.0 for NONE, an empty copy, or words the strip
-    does not contain (the model answered from elsewhere).
+    does not contain (the model answered from elsewhere). Spelled numbers count as their digits
+    ("12 seconds" is a verbatim copy of "twelve seconds": ``program.text.spelled_as_digits``).
     """
     span = clean_copy(span)
     if is_none(span):
         return 0.0
-    if span.lower() in strip.lower():
+    spellings = ((span, strip), (spelled_as_digits(span), spelled_as_digits(strip)))
+    if any(_holds(source, copy) for copy, source in spellings):
         return 1.0
-    return 0.5 if coverage(span, strip) >= 0.6 else 0.0
+    if not content_words(span):  # "5", "a": nothing to cover, only a whole-word copy counts
+        return 0.0
+    return 0.5 if max(coverage(copy, source) for copy, source in spellings) >= 0.6 else 0.0
 
 
 def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> list[Strip]:

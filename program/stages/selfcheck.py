@@ -22,7 +22,8 @@ from program.judges.features import entity_names
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
-from program.text import clean_copy, content_words, coverage, has_negation, is_none, names, numbers, sentences, words
+from program.text import (clean_copy, content_words, coverage, has_negation, is_none, names, numbers, sentences,
+                          spelled_as_digits, words)
 from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
 
@@ -61,12 +62,13 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
         disagrees with the claim on a number or a negation, lacks a name the claim
         asserts (e.g. a different person) or the claim's answer; otherwise ``"fully"`` when
         the quote holds at least 75% of the claim's content words, ``"partially"`` at 40%,
-        else ``"no"``.
+        else ``"no"``. Spelled numbers count as their digits (``program.text.spelled_as_digits``).
     """
     quote = clean_copy(quote)
     if is_none(quote) or coverage(quote, evidence) < 0.9:
         return "no"
-    claim = strip_citations(claim)
+    # "12 seconds" claims what "twelve seconds" says: from here on numbers are read in digits
+    claim, quote = spelled_as_digits(strip_citations(claim)), spelled_as_digits(quote)
     if not numbers(claim) <= numbers(quote) or has_negation(claim) != has_negation(quote):
         return "no"
     if not names(claim) <= set(words(quote)):  # a name the evidence does not mention is not supported
