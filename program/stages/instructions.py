@@ -64,14 +64,19 @@ def instruction_cue(sentence: str) -> str:
     return ""
 
 
-# An HTML comment is one unit, whatever its sentences and lines: no reader sees it.
-_COMMENT = re.compile(r"(<!--.*?-->)", re.S)
+# An HTML comment is one unit, whatever its sentences and lines: no reader sees it. So is a
+# chat-template message (<|im_start|> ... <|im_end|>, [INST] ... [/INST], <<SYS>> ... <</SYS>>),
+# and a template token standing alone: glued to the next sentence ("<|im_end|> To restore
+# factory settings, hold ...") it would take the answering sentence with it.
+_COMMENT = re.compile(r"(<!--.*?-->|<\|im_start\|>.*?<\|im_end\|>|\[INST\].*?\[/INST\]|<<SYS>>.*?<</SYS>>"
+                      r"|<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?INST\]|<</?SYS>>)", re.S)
 _DEFAULT = object()
 
 
 def _units(text: str) -> list[tuple[str, bool]]:
-    """``text`` cut into ``(piece, judged)`` pieces that join back to it: sentences and HTML
-    comments are judged, the separators (spaces, line breaks) are not."""
+    """``text`` cut into ``(piece, judged)`` pieces that join back to it: sentences, HTML
+    comments and chat-template messages or tokens are judged, the separators (spaces, line
+    breaks) are not."""
     pieces: list[tuple[str, bool]] = []
     for part in _COMMENT.split(text):
         if _COMMENT.fullmatch(part):
@@ -107,7 +112,7 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
     instruction judge (``program.judges.instruction``; ``judge``: an ``InstructionJudge``, None
     for the cues alone, default: the committed one) scores it at or above its threshold.
     Sentences are split as the refiner splits strips (``program.text.sentences``), line by
-    line; an HTML comment is one unit. The rest of the passage keeps its order
+    line; an HTML comment, a chat-template message and a lone template token are one unit each. The rest of the passage keeps its order
     and line breaks, so the sentence that answers beside an injection stays. The title is
     judged too: a title that addresses the model is emptied. A passage with nothing to set
     aside is returned as it is.

@@ -120,7 +120,9 @@ class KnowledgeRefiner(dspy.Module):
     relevant. With trained strip scores, when no strip reaches the threshold but such a
     passage exists, its best-scoring strips (up to ``fallback_strips``) are kept anyway: the
     evaluator's confidence in the passage outranks the strip judge's doubt about each
-    sentence. (An LM strip grade of NONE is a verdict, not a doubt: nothing is rescued then.)
+    sentence. An LM strip grade of NONE is not rescued here: ``CRAG`` first runs the correction
+    (the evaluator may have been wrong), and keeps the relevant passage's ``nearest`` strips only
+    when the correction found nothing.
 
     Before decomposition, sentences that address the model ("Ignore all previous instructions
     and ...", "Note to AI assistants: ...") are set aside (``program.stages.instructions``) and counted
@@ -191,6 +193,24 @@ class KnowledgeRefiner(dspy.Module):
                 + (f"; set aside {set_aside} sentence(s) addressing the model" if set_aside else ""))
         _LAST_REPORT.set(RefineReport(graded=strips, kept=kept, threshold=threshold, note=note))
         return kept
+
+    def nearest(self, question: str, passages: list[Passage], n: int | None = None) -> list[Strip]:
+        """The ``n`` strips of ``passages`` nearest the question (default ``fallback_strips``), no LM call.
+
+        Decomposed as ``forward`` decomposes (sentences addressing the model set aside first),
+        ranked by the embedder's cosine to the question, best first; without an embedder, the
+        first ``n`` in source order. Used when the evaluator's verdict on a passage outranks the
+        strip grader's (``program.stages.crag``: CORRECT, every strip graded NONE, and the
+        correction found nothing). Returns ``[]`` for no passages.
+        """
+        n = self.fallback_strips if n is None else n
+        strips = [s for p in passages for s in decompose(set_aside_instructions(p)[0], self.strip_words)]
+        seen: set[str] = set()
+        strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
+        similarity = self._similarity(question, strips)
+        if similarity is None:
+            return strips[:n]
+        return [strips[i] for i in np.argsort(-np.asarray(similarity), kind="stable")[:n]]
 
     def _grade_lm(self, question: str, strip: Strip) -> bool:
         """Score one strip with ``StripRelevance``; False when the output cannot be parsed."""
