@@ -156,7 +156,7 @@ def test_escalation_without_a_web_backend_asks_the_knowledge_base_again_then_fal
     assert kb.queries == [Q, "Acme Rockets founder"]  # the rewritten query searched the knowledge base
     # the correction found nothing: the namesake's nearest strip is answered from, and the
     # claim check (not the strip grader) turns its unsupported answer into the fallback
-    assert [s.step for s in result.trace.steps][-4:] == ["rewrite", "re-retrieve", "generate", "self-check"]
+    assert [s.step for s in result.trace.steps][-5:] == ["rewrite", "re-retrieve", "keep-nearest", "generate", "self-check"]
     assert [s.text for s in result.strips] == [NAMESAKE]
 
 
@@ -195,6 +195,18 @@ def test_strip_grader_saying_none_to_a_relevant_passage_yields_to_the_evaluator(
     assert not any("DBG-PROMPT" in s.text for s in result.strips)
     assert result.answer == f"Hold the reset button for twelve seconds [{[s.text for s in result.strips].index(ANSWERING) + 1}]."
     assert any("kept the 2 strip(s) of the relevant passage(s) nearest the question" in e for e in result.trace.events)
+
+
+def test_strip_grader_is_not_overruled_for_a_passage_missing_the_questions_words(fake_lm):
+    # adversarial dev query-078: the 1.5B evaluator called a plugins page "correct" for a
+    # question it does not answer; kept anyway, its strips gave "Yes, there is a Paylane plugin
+    # for WooCommerce." The page holds 1 of the question's 4 content words: the honest fallback.
+    strip_grader_says_none(fake_lm)
+    page = "Paylane offers plugins for Shopify and Magento. Install them from the Dashboard under Apps."
+    result = CRAG(ListKnowledgeBase([page]), web=None, self_check=False)(question="Is there a Paylane plugin for WooCommerce?")
+    assert result.action is Action.CORRECT and result.fallback and result.strips == []
+    assert "keep-nearest" not in [s.step for s in result.trace.steps]
+    assert any("they hold under 50% of the question's content words" in e for e in result.trace.events)
 
 
 def test_strip_grader_saying_none_to_an_ambiguous_passage_is_not_overruled(fake_lm):

@@ -24,8 +24,14 @@ from program.stages.selfcheck import ClaimChecker, is_abstention, strip_citation
 from program.stages.stale import is_set_aside, set_aside_stale
 from program.stages.usefulness import UsefulnessJudge
 from program.stages.web_path import WebSearcher
+from program.text import coverage
 from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult, Passage, Strip, Trace
 from signatures import AnswerClosedBook, DecideRetrieval
+
+
+# The share of the question's content words a relevant passage must hold before its nearest
+# strips overrule the strip grader's NONE (``CRAG._nearest_of_relevant``).
+NEAREST_MIN_COVERAGE = 0.5
 
 
 class CRAG(dspy.Module):
@@ -70,9 +76,10 @@ class CRAG(dspy.Module):
     about a namesake); the correction runs once and the answer is generated from its strips
     (``result.escalated``). The action reported stays the evaluator's. When refinement kept no
     strip and the correction finds nothing either, the relevant passages' strips nearest the
-    question are kept (``KnowledgeRefiner.nearest``): the evaluator's grade of the passage
-    outranks the small model's NONE for each of its sentences, and the claim check (self-crag)
-    still stands between them and the answer.
+    question are kept (``KnowledgeRefiner.nearest``) when the passage holds at least
+    ``NEAREST_MIN_COVERAGE`` of the question's content words: the evaluator's grade of the
+    passage then outranks the small model's NONE for each of its sentences, and the claim check
+    (self-crag) still stands between them and the answer.
 
     Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
     partially supported ones are kept and flagged; when no claim remains, or there was no
@@ -229,10 +236,24 @@ class CRAG(dspy.Module):
         # than the evaluator is wrong at >= upper, so its verdict yields to the evaluator's:
         # the relevant passages' strips nearest the question, no LM call.
         usable, relevant = self._usable(passages, grades)
-        strips = self.refiner.nearest(question, [p for p in usable if p.id in set(relevant)])
-        if strips:
-            trace.note(f"the correction found nothing; kept the {len(strips)} strip(s) of the relevant passage(s) "
-                       f"nearest the question: {[s.source_id for s in strips]}")
+        relevant = [p for p in usable if p.id in set(relevant)]
+        # ...but only for a passage that holds at least half of the question's content words. The
+        # 1.5B evaluator says "correct" to nearly every help-centre passage, and there its
+        # "correct" over an unanswerable question ("Is there a Paylane plugin for WooCommerce?")
+        # is as wrong as the NONE is right (adversarial dev: the passages kept held .10-.60 of
+        # such questions' words; the blind injection train half's answering passages .50-1.0).
+        covering = [p for p in relevant if coverage(question, p.text) >= NEAREST_MIN_COVERAGE]
+        if len(covering) < len(relevant):
+            trace.note(f"not overruling the strip grader for {[p.id for p in relevant if p not in covering]}: "
+                       f"they hold under {NEAREST_MIN_COVERAGE:.0%} of the question's content words")
+        relevant = covering
+        if not relevant:
+            return []
+        with step(trace, "keep-nearest") as cost:
+            strips = self.refiner.nearest(question, relevant)
+            cost.notes = (f"the correction found nothing; kept the {len(strips)} strip(s) of the relevant "
+                          f"passage(s) nearest the question: {[s.source_id for s in strips]}")
+        trace.note(cost.notes)
         return strips
 
     def _set_aside(self, passages: list[Passage], trace: Trace) -> list[Passage]:
