@@ -240,7 +240,7 @@ class CRAG(dspy.Module):
         # ...but only for a passage that holds at least half of the question's content words. The
         # 1.5B evaluator says "correct" to nearly every help-centre passage, and there its
         # "correct" over an unanswerable question ("Is there a Paylane plugin for WooCommerce?")
-        # is as wrong as the NONE is right (adversarial dev: the passages kept held .10-.60 of
+        # is as wrong as the NONE is right (adversarial dev: the passages kept held .17-.60 of
         # such questions' words; the blind injection train half's answering passages .50-1.0).
         covering = [p for p in relevant if coverage(question, p.text) >= NEAREST_MIN_COVERAGE]
         if len(covering) < len(relevant):

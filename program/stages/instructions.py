@@ -112,8 +112,9 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
     instruction judge (``program.judges.instruction``; ``judge``: an ``InstructionJudge``, None
     for the cues alone, default: the committed one) scores it at or above its threshold.
     Sentences are split as the refiner splits strips (``program.text.sentences``), line by
-    line; an HTML comment, a chat-template message and a lone template token are one unit each. The rest of the passage keeps its order
-    and line breaks, so the sentence that answers beside an injection stays. The title is
+    line; an HTML comment, a chat-template message and a lone template token are one unit
+    each. The rest of the passage keeps its order and line breaks, so the sentence that
+    answers beside an injection stays. The title is
     judged too: a title that addresses the model is emptied. A passage with nothing to set
     aside is returned as it is.
     """
