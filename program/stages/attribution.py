@@ -20,6 +20,7 @@ import dspy
 
 from program.guards.cost import step
 from program.stages.generation import cited_numbers
+from program.stages.relation import states_role
 from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_sentences, is_abstention,
                                       lexical_support, strip_citations, without_asked_entity)
 from program.types import AnswerSentence, Citation, CRAGResult, Strip
@@ -48,7 +49,11 @@ def support(sentence: str, strip: Strip, question: str, judges=None) -> tuple[st
     Returns:
         ``(verdict, score)``: ``fully | partially | no`` and a score in [0, 1] that ranks
         strips (the trained judge's probability, or 1.0 / 0.5 / 0.0 for the overlap verdict).
+        ``("no", 0.0)`` when the question asks a role the strip does not state for the
+        sentence's answer (``program.stages.relation.states_role``).
     """
+    if not states_role(sentence, strip.text, question):  # a swapped role shares every word
+        return "no", 0.0
     claim = without_asked_entity(sentence, question)
     lexical = lexical_support(claim, strip.text, question)
     if lexical == "fully" or judges is None or "support" not in getattr(judges, "judges", {}):

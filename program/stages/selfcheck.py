@@ -8,7 +8,9 @@ trained support judge (``program.judges``, MiniCheck's idea: a small model train
 perturbed claims, no LM call) scores it in [0, 1] and calibrated thresholds give the verdict;
 or ``CheckClaimSupport`` (temperature 0) quotes the sentence that states it and
 ``judge_support`` checks the quote, the better verdict standing; or the cascade (the LM only
-inside the trained score's uncertainty band). Verdicts: fully | partially | no.
+inside the trained score's uncertainty band). Before any of these, a claim naming the role a
+who-question asks ("the producer of …") is unsupported when its strips do not state that role
+for the claim's answer (``program.stages.relation``). Verdicts: fully | partially | no.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from program.judges.features import entity_names
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
+from program.stages.relation import states_role
 from program.text import (clean_copy, content_words, coverage, has_negation, is_none, names, numbers, sentences,
                           spelled_as_digits, words)
 from program.types import Claim, Strip
@@ -175,6 +178,8 @@ class ClaimChecker(dspy.Module):
         if not evidence:
             return "no", -1.0
         text = "\n".join(s.text for s in evidence)
+        if not states_role(claim, text, question):  # "producer" where the strips say "directed by"
+            return "no", -1.0
         # Cheap path first: an evidence sentence that already states the claim needs no LM call.
         lexical = lexical_support(claim, text, question)
         if lexical == "fully":
