@@ -28,7 +28,7 @@ from program.judges.features import entity_names
 from program.text import names, words
 
 # "Who was the producer of Ghost?", "Who is the father of Louis?", "Who were the directors for …"
-_ASKED_ROLE = re.compile(r"^\s*who\s+(?:is|was|are|were)\s+(?:the\s+)?([a-z][a-z-]*?)s?\s+(?:of|for|behind)\b", re.I)
+_ASKED_ROLE = re.compile(r"^\s*who\s+(?:is|was|are|were)\s+(?:the\s+)?([a-z][a-z-]*)\s+(?:of|for|behind)\b", re.I)
 _KIN = {"father": {"son", "daughter", "child", "children", "sons", "daughters"},
         "mother": {"son", "daughter", "child", "children", "sons", "daughters"},
         "parent": {"son", "daughter", "child", "children", "sons", "daughters"},
@@ -48,7 +48,10 @@ def asked_role(question: str) -> str:
     Men and Women?"`` -> ``"director"``; ``"What sport does John Parsons play?"`` -> ``""``.
     """
     m = _ASKED_ROLE.match(question)
-    return m.group(1).lower() if m else ""
+    if not m:
+        return ""
+    role = m.group(1).lower()
+    return role[:-1] if role.endswith("s") and not role.endswith("ss") else role  # "directors"; not "boss"
 
 
 def same_stem(a: str, b: str) -> bool:
