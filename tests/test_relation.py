@@ -63,6 +63,10 @@ def test_same_stem(a, b, same):
      "Who is the author of Trust Me?", True),
     ("The screenplay for Grace was written by Arash Amel.",
      "The script, written by Arash Amel, was listed in the 2011 Hollywood Black List.", "Who was the screenwriter for Grace?", True),
+    ("Henry Russell composed To The West.", "To The West, with words by Charles Mackay and music by Henry Russell, was one "
+     "of the most popular songs.", "Who was the composer of To The West?", True),
+    ("Charles Mackay was the composer of To The West.", "To The West, with words by Charles Mackay and music by Henry "
+     "Russell, was one of the most popular songs.", "Who was the composer of To The West?", False),
     # not a role question, or a sentence that does not name the role: the support judge decides
     ("John Parsons plays football.", "He began writing football match reports.", "What sport does John Parsons play?", True),
     ("Craig Zobel.", HUNT, "Who was the producer of The Hunt?", True),

@@ -14,7 +14,7 @@ answer name, next to it:
 
 * the role word or a word of its stem: "producer" is stated by "produced by", "production of";
   a compound writing role by its head: "screenwriter" by "written by";
-* a kinship role by its inverse: "father" by "son of", "daughter of";
+* a kinship role by its inverse: "father" by "son of", "daughter of"; a composer by "music by";
 * an author's role (author, writer, creator) by a work "by" the name: "a novel by Henry McCook".
 
 Every other question and sentence is left to the support judge.
@@ -35,6 +35,7 @@ _KIN = {"father": {"son", "daughter", "child", "children", "sons", "daughters"},
         "son": {"father", "mother", "parent", "parents"},
         "daughter": {"father", "mother", "parent", "parents"}}
 _AUTHORS = {"author", "writer", "creator"}
+_NAMED_BY = {"composer": {"music"}, "lyricist": {"lyrics", "words"}}  # "music by Henry Russell"
 _WRITER = "writer"  # a compound writing role ("screenwriter", "songwriter") is stated by "written by" too
 # the name a role is stated for follows it ("directed by Jack Conway", "a son of geologist Olaf
 # Holtedahl"), or stands just before it ("Craig Zobel produced"): words allowed between them
@@ -66,13 +67,14 @@ def same_stem(a: str, b: str) -> bool:
     return a == b or common >= 6 or common >= 4 and common >= min(len(a), len(b)) - 3
 
 
-def _mentions(role: str, tokens: list[str]) -> list[int]:
-    """Token positions where the strip states ``role`` (its stem, kin inverse, or an author's "by")."""
-    inverse = _KIN.get(role, set())
+def _mentions(role: str, tokens: list[str]) -> list[tuple[int, int]]:
+    """``(position, words allowed before it)`` where the strip states ``role``: its stem, which
+    may follow the name ("Craig Zobel produced"), or a word the name always follows (a kin
+    inverse, "music", an author's "by")."""
+    inverse = _KIN.get(role, set()) | _NAMED_BY.get(role, set())
     heads = [role] + ([_WRITER] if role.endswith(_WRITER) and role != _WRITER else [])
-    found = [i for i, w in enumerate(tokens) if any(same_stem(h, w) for h in heads) or w in inverse]
-    if role in _AUTHORS:
-        found += [i for i, w in enumerate(tokens) if w == "by"]
+    found = [(i, BEFORE) for i, w in enumerate(tokens) if any(same_stem(h, w) for h in heads)]
+    found += [(i, 0) for i, w in enumerate(tokens) if w in inverse or role in _AUTHORS and w == "by"]
     return found
 
 
@@ -103,4 +105,4 @@ def states_role(sentence: str, strip: str, question: str) -> bool:
     if not answer_names:
         return True
     at = [j for j, w in enumerate(tokens) if w in answer_names]
-    return any(0 < j - i <= AFTER or 0 < i - j <= BEFORE for i in mentions for j in at)
+    return any(0 < j - i <= AFTER or 0 < i - j <= before for i, before in mentions for j in at)
