@@ -225,3 +225,14 @@ def test_an_lm_without_log_probabilities_is_read_by_its_words(monkeypatch):
     with dspy.context(lm=lm):
         (grade,) = RetrievalEvaluator(probabilities=True)(question="How long?", passages=[Passage("a#1", "Refunds.")])
     assert (grade.score, grade.reason) == (0.4, "partial")
+
+
+@pytest.mark.parametrize("claim, verdict", [
+    # the help centre's test run: "You" was read as a name the strip lacks, so the answer cited nothing
+    ("You can send up to $25,000 in a single payout.", "partially"),
+    ("One account can create up to 50 restricted API keys.", "no"),  # "50" is not the strip's number
+    ("Dana Payne can send up to $25,000 in a single payout.", "no"),  # a name after the first word still counts
+])
+def test_a_sentence_s_first_word_is_not_a_name(claim, verdict):
+    question = "What's the most I can send in a single Relay payout?"
+    assert judge_support(claim, "Up to **$25,000 per Relay payout**.", "- Up to **$25,000 per Relay payout**.", question) == verdict

@@ -25,7 +25,7 @@ from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
 from program.stages.relation import states_role
-from program.text import (clean_copy, content_words, coverage, has_negation, is_none, names, numbers, sentences,
+from program.text import (clean_copy, content_words, coverage, has_negation, is_none, numbers, sentences,
                           spelled_as_digits, words)
 from program.types import Claim, Strip
 from signatures import CheckClaimSupport, ExtractClaims
@@ -74,7 +74,9 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
     claim, quote = spelled_as_digits(strip_citations(claim)), spelled_as_digits(quote)
     if not numbers(claim) <= numbers(quote) or has_negation(claim) != has_negation(quote):
         return "no"
-    if not names(claim) <= set(words(quote)):  # a name the evidence does not mention is not supported
+    # A name the evidence does not mention is not supported. A sentence's first word is
+    # capitalised by grammar ("You can send up to $25,000 …"): it counts as a word, not a name.
+    if not entity_names(claim) <= set(words(quote)):
         return "no"
     asserted = answer_words(claim, question) if question else set()
     if asserted and len(asserted & content_words(quote)) < len(asserted) / 2:
