@@ -1,8 +1,8 @@
 """The asked role must stand in the strip: a check the word-overlap support judge cannot make.
 
-MiniCheck (Tang et al. 2024 §3) builds its grounding checker's negatives by swapping what a
-sentence says about the same entities, because a checker that counts shared words accepts
-them. Ours does: "The producer of The Hunt was Craig Zobel" shares every name with "The Hunt
+A grounding checker must be shown claims that keep the entities and change what is said about
+them (FactCC's rule-made swaps, Kryscinski et al. 2020; MiniCheck's synthetic hard negatives,
+Tang et al. 2024), because a checker that counts shared words accepts them. Ours does: "The producer of The Hunt was Craig Zobel" shares every name with "The Hunt
 is a film directed by Craig Zobel", and the trained support judge (``program.judges``, word
 overlap and entity cues) let such sentences cite the strip. In the hand check of the first
 cited runs (``docs/citations.md``) most wrong citations were such role swaps.
