@@ -6,7 +6,7 @@ import pytest
 
 from program.stages.evaluator import decide_action, score_grade
 from program.stages.refine import decompose, score_span
-from program.stages.selfcheck import is_abstention, judge_support, strip_citations
+from program.stages.selfcheck import is_abstention, judge_support, lexical_support, strip_citations
 from program.types import Action, ChunkGrade, Passage
 
 
@@ -58,6 +58,38 @@ def test_decompose_splits_sentences_and_joins_fragments():
         "She founded Acme Rockets in 1999 with two friends.",
     ]
     assert [(s.source_id, s.position) for s in strips] == [("d#0", 0), ("d#0", 1)]
+
+
+# The help centre's phishing page: cut from its lead-in, the last item read as advice, and both
+# crag and self-crag told a user to "move money to a 'safe account'", citing the bullet.
+PHISHING = """Paylane will **never** ask you, by email, chat, phone or in a help article, to:
+
+- send a card number or CVC,
+- move money to a "safe account" or pay a fee to unlock payouts.
+
+Verification documents are requested only inside the Dashboard."""
+
+
+def test_decompose_keeps_a_list_item_with_its_lead_in():
+    lead_in = "Paylane will **never** ask you, by email, chat, phone or in a help article, to:"
+    assert [s.text for s in decompose(Passage("phishing#1", PHISHING))] == [
+        f"{lead_in} - send a card number or CVC,",
+        f'{lead_in} - move money to a "safe account" or pay a fee to unlock payouts.',
+        "Verification documents are requested only inside the Dashboard.",
+    ]
+
+
+def test_a_list_without_a_lead_in_and_the_sentence_after_a_list_stand_alone():
+    text = "Roll your keys after a leak.\n1. Open Settings and choose API keys.\n2. Press Roll on each live key.\nThe old keys stop at once."
+    assert [s.text for s in decompose(Passage("keys#0", text))] == [
+        "Roll your keys after a leak.", "1. Open Settings and choose API keys.", "2. Press Roll on each live key.",
+        "The old keys stop at once."]
+
+
+def test_advice_a_list_s_lead_in_forbids_is_not_supported_by_its_item():
+    strip = decompose(Passage("phishing#1", PHISHING))[1].text
+    assert lexical_support("To unlock payouts, move money to a safe account.", strip) == "no"
+    assert lexical_support("Paylane will never ask you to move money to a safe account.", strip) == "fully"
 
 
 @pytest.mark.parametrize(

@@ -78,16 +78,39 @@ def score_span(span: str, strip: str) -> float:
     return 0.5 if max(coverage(copy, source) for copy, source in spellings) >= 0.6 else 0.0
 
 
-def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6) -> list[Strip]:
+# A list item: "- …", "* …", "+ …", "• …" or "1. …" / "1) …" at the start of its line.
+_LIST_ITEM = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+
+
+def _lead_in(sentence: str, max_words: int) -> bool:
+    """True for a sentence that introduces a list: it ends in a colon (markup aside) and is
+    no list item itself ("Paylane will never ask you to:")."""
+    return (sentence.rstrip("*_ ").endswith(":") and not _LIST_ITEM.match(sentence)
+            and len(sentence.split()) <= max_words)
+
+
+def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6,
+              lead_in_words: int = 30) -> list[Strip]:
     """Split a passage into knowledge strips: one sentence each, short fragments joined.
 
     A sentence (or the strip so far) shorter than ``min_words`` words is joined with its
     neighbour while the strip stays within ``strip_words`` words, so that headings and
-    fragments like "Early life." do not stand alone. Returns strips with ``position`` in
-    source order.
+    fragments like "Early life." do not stand alone. A list item keeps the sentence that
+    introduces its list (one of at most ``lead_in_words`` words ending in a colon): cut from
+    "Paylane will never ask you to:", the item "- move money to a 'safe account'" reads as
+    advice, and a strip must say what its passage says (CRAG §4.4 refines strips, it does not
+    change their meaning). The lead-in then stands in each of its items' strips, not alone.
+    Returns strips with ``position`` in source order.
     """
     strips: list[str] = []
+    lead_in = ""
     for sentence in sentences(passage.text):
+        if lead_in and _LIST_ITEM.match(sentence):
+            if strips and strips[-1] == lead_in:
+                strips.pop()  # carried by each item from here on
+            strips.append(f"{lead_in} {sentence}")
+            continue
+        lead_in = sentence if _lead_in(sentence, lead_in_words) else ""
         short = strips and min(len(strips[-1].split()), len(sentence.split())) < min_words
         if short and len(strips[-1].split()) + len(sentence.split()) <= strip_words:
             strips[-1] = f"{strips[-1]} {sentence}"
