@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from program.stages.attribution import answer_sentences, attribute, citation_quality
+from program.stages.attribution import answer_sentences, attribute, citation_quality, clauses
 from program.text import without_footnotes
 from program.types import Strip
 
@@ -100,3 +100,36 @@ def test_citation_precision_counts_an_unneeded_citation_and_an_unsupported_ones(
     wrong = [_sentence("Dune was written by Frank Herbert.", [3])]
     assert citation_quality("Who wrote Dune?", wrong, STRIPS) == (0.0, 0.0)
     assert citation_quality("Who wrote Dune?", [], STRIPS) == (None, None)
+
+
+# self-crag's right help-centre answer (adversarial test run 2 of the list lead-in change) cited
+# nothing: each clause is one strip's, and no strip states both.
+IDEMPOTENCY = [
+    Strip("idempotency.md#2", 0, "Keys can be up to **255 characters**."),
+    Strip("idempotency.md#2", 1, "- If you reuse a key with **different parameters**, Paylane rejects the request with "
+                                 "HTTP `409` and the error code `idempotency_key_reused`."),
+    Strip("webhooks.md#2", 2, "Reject events whose timestamp is more than **5 minutes** old."),
+]
+COMPOUND = ("The maximum length of an Idempotency-Key is 255 characters, and if you reuse a key with different "
+            "parameters, Paylane rejects the request with an HTTP `409` and the error code `idempotency_key_reused`.")
+
+
+def test_a_sentence_of_two_clauses_cites_the_strip_of_each():
+    question = "How long can an Idempotency-Key be, and what happens if I reuse one with a different amount?"
+    answer, sentences, citations = attribute(question, COMPOUND, IDEMPOTENCY)
+    assert answer.endswith("`idempotency_key_reused` [1][2].")
+    assert [(s.cited, s.supported, s.by) for s in sentences] == [([1, 2], True, "attribution")]
+    assert citation_quality(question, sentences, IDEMPOTENCY) == (1.0, 1.0)
+
+
+def test_a_clause_no_strip_states_leaves_the_sentence_uncited():
+    question = "How long can an Idempotency-Key be?"
+    sentence = "Keys can be up to 255 characters, and Paylane keeps every key for 90 days."
+    _, sentences, citations = attribute(question, sentence, IDEMPOTENCY)
+    assert [(s.cited, s.supported) for s in sentences] == [([], False)] and citations == []
+
+
+def test_clauses_split_only_where_independent_clauses_join():
+    assert clauses("Darko Dimitrov and Lazar Cvetkovski composed it.") == ["Darko Dimitrov and Lazar Cvetkovski composed it."]
+    assert clauses("It costs 1%; payouts take two days.") == ["It costs 1%", "payouts take two days."]
+    assert clauses("Yes, and fast.") == ["Yes, and fast."]  # a two-word part is no clause

@@ -28,6 +28,19 @@ from program.types import AnswerSentence, Citation, CRAGResult, Strip
 # "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it.
 _MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)")
 _END = re.compile(r"^(.*?)([.!?…:]*)$", re.S)
+# Where a sentence joins two independent clauses: ", and if you reuse…", "; …", ", but …".
+_CLAUSE_JOIN = re.compile(r"\s*;\s+|,\s+(?:and|but|while|whereas|so)\s+")
+
+
+def clauses(sentence: str, min_words: int = 3) -> list[str]:
+    """The independent clauses of a sentence joined by ", and" / ", but" / ";" (each of at least
+    ``min_words`` words), or ``[sentence]`` when it has none: the units one strip can state.
+
+    >>> clauses("Keys can be up to 255 characters, and if you reuse one, Paylane rejects it.")
+    ['Keys can be up to 255 characters', 'if you reuse one, Paylane rejects it.']
+    """
+    parts = [p.strip() for p in _CLAUSE_JOIN.split(sentence) if p.strip()]
+    return parts if len(parts) > 1 and all(len(p.split()) >= min_words for p in parts) else [sentence]
 
 
 def answer_sentences(answer: str) -> list[str]:
@@ -68,8 +81,9 @@ def cite_sentence(sentence: str, strips: list[Strip], question: str, judges=None
 
     Returns an ``AnswerSentence`` whose ``cited`` holds 1-based strip numbers: the markers the
     sentence carried whose strip supports it (``by="model"`` when all of them held), else the
-    one strip that supports it best (``by="attribution"``), else none (``supported=False``,
-    ``by="none"``).
+    one strip that supports it best (``by="attribution"``), else, for a sentence of several
+    clauses, the strip that supports each clause (``clause_citations``), else none
+    (``supported=False``, ``by="none"``).
     """
     text = strip_citations(sentence)
     written = cited_numbers(sentence, len(strips))
@@ -80,9 +94,34 @@ def cite_sentence(sentence: str, strips: list[Strip], question: str, judges=None
     scored = [(n, support(text, s, question, judges)) for n, s in enumerate(strips, start=1) if n not in verdicts]
     scored += list(verdicts.items())
     best = max(scored, key=lambda ns: (RANKED_VERDICTS.index(ns[1][0]), ns[1][1]), default=None)
-    if best is None or best[1][0] == "no":
-        return AnswerSentence(text, [], False, "none")
-    return AnswerSentence(text, [best[0]], True, "attribution")
+    if best is not None and best[1][0] != "no":
+        return AnswerSentence(text, [best[0]], True, "attribution")
+    by_clause = clause_citations(text, strips, question, judges)
+    if by_clause:
+        return AnswerSentence(text, by_clause, True, "model" if by_clause == written else "attribution")
+    return AnswerSentence(text, [], False, "none")
+
+
+def clause_citations(sentence: str, strips: list[Strip], question: str, judges=None) -> list[int]:
+    """For a sentence no single strip supports, the strips that support its clauses, one each.
+
+    ALCE (Gao et al. 2023 §2.3) lets a statement cite several passages, its recall judged on the
+    passages joined: "Keys can be up to 255 characters, and if you reuse a key…, Paylane rejects
+    the request with HTTP 409" is stated by two strips, one per clause, and by neither alone.
+    Returns the 1-based numbers of the best-supporting strip of each clause (``clauses``), in
+    strip order, or ``[]`` when the sentence has one clause or any clause has no support.
+    """
+    parts = clauses(sentence)
+    if len(parts) < 2:
+        return []
+    chosen = set()
+    for part in parts:
+        scored = [(n, support(part, s, question, judges)) for n, s in enumerate(strips, start=1)]
+        n, (verdict, _) = max(scored, key=lambda ns: (RANKED_VERDICTS.index(ns[1][0]), ns[1][1]))
+        if verdict == "no":
+            return []
+        chosen.add(n)
+    return sorted(chosen)
 
 
 def with_markers(sentence: AnswerSentence) -> str:
@@ -127,11 +166,11 @@ def citation_quality(question: str, sentences: list[AnswerSentence], strips: lis
     """ALCE's citation recall and precision of one answer (Gao et al. 2023 §2.3), the support
     judge standing in for ALCE's NLI model.
 
-    Recall: the share of sentences whose cited strips, joined, support the sentence (a sentence
-    citing nothing counts 0). Precision: the share of citations that are needed: a citation of a
-    supported sentence is imprecise when it does not support the sentence alone and the
-    sentence's other citations do without it; every citation of an unsupported sentence is
-    imprecise.
+    Recall: the share of sentences whose cited strips, joined, support the sentence, or support
+    each of its clauses (``clause_citations``); a sentence citing nothing counts 0. Precision:
+    the share of citations that are needed: a citation of a supported sentence is imprecise
+    when it does not support the sentence alone and the sentence's other citations do without
+    it; every citation of an unsupported sentence is imprecise.
 
     Returns:
         ``(recall, precision)`` in [0, 1], each None when there is nothing to count (no
@@ -143,8 +182,13 @@ def citation_quality(question: str, sentences: list[AnswerSentence], strips: lis
     needed = total = 0
 
     def holds(numbers: list[int], text: str) -> bool:
+        if not numbers:
+            return False
         joined = Strip("cited", 0, " ".join(strips[n - 1].text for n in numbers))
-        return bool(numbers) and support(text, joined, question, judges)[0] != "no"
+        if support(text, joined, question, judges)[0] != "no":
+            return True
+        cited = [strips[n - 1] for n in numbers]  # a compound sentence: each clause by a cited strip
+        return len(clauses(text)) > 1 and bool(clause_citations(text, cited, question, judges))
 
     for s in sentences:
         cited = [n for n in s.cited if 1 <= n <= len(strips)]
