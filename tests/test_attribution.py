@@ -133,3 +133,14 @@ def test_clauses_split_only_where_independent_clauses_join():
     assert clauses("Darko Dimitrov and Lazar Cvetkovski composed it.") == ["Darko Dimitrov and Lazar Cvetkovski composed it."]
     assert clauses("It costs 1%; payouts take two days.") == ["It costs 1%", "payouts take two days."]
     assert clauses("Yes, and fast.") == ["Yes, and fast."]  # a two-word part is no clause
+
+
+# crag's help-centre answer (adversarial test, clause run) came out "…Lane Capital Bank, N [2]. A.
+# about Paylane": a marker after an abbreviation's stop was moved before it, and the sentence cut.
+def test_a_marker_after_an_abbreviation_stays_in_its_sentence():
+    card = [Strip("paylane-card.md#1", 0, "The card is issued by **Lane Capital Bank, N.A.**, Paylane's banking partner, "
+                                          "under licence from Visa.")]
+    answer, sentences, _ = attribute("Which bank issues the Paylane card?",
+                                     "The card is issued by Lane Capital Bank, N.A. [1] under licence from Visa.", card)
+    assert answer == "The card is issued by Lane Capital Bank, N.A. under licence from Visa [1]."
+    assert [s.cited for s in sentences] == [[1]]

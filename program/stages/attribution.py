@@ -25,8 +25,9 @@ from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_s
                                       lexical_support, strip_citations, without_asked_entity)
 from program.types import AnswerSentence, Citation, CRAGResult, Strip
 
-# "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it.
-_MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)")
+# "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it, when a
+# sentence follows; in "Lane Capital Bank, N.A. [2] about Paylane" the stop is an abbreviation's.
+_MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)(?=\s*\Z|\s+[^\sa-z])")
 _END = re.compile(r"^(.*?)([.!?…:]*)$", re.S)
 # Where a sentence joins two independent clauses: ", and if you reuse…", "; …", ", but …".
 _CLAUSE_JOIN = re.compile(r"\s*;\s+|,\s+(?:and|but|while|whereas|so)\s+")
