@@ -69,6 +69,7 @@ from eval_sets.domains import DOMAINS
 from optimize import report
 from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
+from optimize.selective import plot_risk_coverage
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
 
 MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.app.factory.MODES
@@ -98,6 +99,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--web", default=None,
                    help="web backend of crag, self-crag and langgraph: snapshot (offline; the default for popqa), "
                         "none (the default for the labeled domains, private knowledge bases), ...")
+    p.add_argument("--accept", type=float, default=None,
+                   help="crag's operating point in [0, 1] instead of the compiled one (0 accepts every "
+                        "draft: one LM call a question, as when collecting the confidence model's rows)")
+    p.add_argument("--confidence", default=None,
+                   help="a confidence.json (optimize.train_confidence) instead of the compiled one: its model "
+                        "and operating point, e.g. one fit with this set's domain left out")
     p.add_argument("--kb", default=None,
                    help="knowledge base to answer from instead of the set's own: a corpus folder or a pgvector "
                         "postgresql://user@host:port/db?table=NAME; env CRAG_KB")
@@ -112,6 +119,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--limit must be positive")
     if args.threads < 1:
         p.error("--threads must be at least 1")
+    if args.accept is not None and not 0.0 <= args.accept <= 1.0:
+        p.error(f"--accept must be in [0, 1], got {args.accept}")
+    if args.confidence and not Path(args.confidence).is_file():
+        p.error(f"--confidence {args.confidence}: no such file")
     if args.out and args.name:
         p.error("give --out or --name, not both")
     if args.resume and not (args.out or args.name):
@@ -219,8 +230,14 @@ def _sigterm_as_interrupt():
 def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, knowledge_base, run: _Run):
     """``(program, claim checker or None)`` for ``mode``; None when building failed (recorded in ``run``, code 1)."""
     try:
+        settings = {} if args.accept is None else {"accept": args.accept}
+        if args.confidence:
+            from program.app.compiled import read_confidence_file
+
+            model, accept = read_confidence_file(args.confidence)
+            settings = {"confidence": model, "accept": accept, **settings}
         program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
-                                decide_retrieval=args.decide_retrieval, web=args.web)
+                                decide_retrieval=args.decide_retrieval, web=args.web, **settings)
     except Exception as exc:  # noqa: BLE001
         print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         run.build_errors[mode] = f"{type(exc).__name__}: {exc}"
@@ -288,6 +305,18 @@ def _summary(args: argparse.Namespace, run: _Run, csv_path: Path, steps_path: Pa
     return summary
 
 
+RISK_PLOT_FILE = "risk_coverage.png"
+
+
+def _risk_plot(csv_path: Path, path: Path, title: str) -> Path | None:
+    """The risk-coverage plot's path, or None when no mode has a confidence or drawing failed."""
+    try:
+        return plot_risk_coverage(report.read_results(csv_path), path, title)
+    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
+        print(f"warning: the risk-coverage plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
 def _plot(summary: dict, path: Path, title: str) -> Path | None:
     """The accuracy-vs-cost plot's path, or None when drawing it failed (a warning printed)."""
     try:
@@ -302,6 +331,9 @@ def _print_report(args: argparse.Namespace, n_questions: int, model, summary: di
     """Print the run's tables (modes, confusion matrices, by relation, cost per step) and its files."""
     print(f"\n## {args.set_name} ({n_questions} questions, model {model}, seed {args.seed})\n")
     print(report.markdown_table(summary))
+    selective = report.selective_table(summary)
+    if selective:
+        print("\nselective answering (truthfulness: right +1, I don't know 0, wrong -1):\n\n" + selective)
     for mode, s in summary.items():
         if s.get("confusion"):
             print("\n" + report.confusion_table(mode, s["confusion"]))
@@ -350,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = _summary(args, run, csv_path, steps_path)
     model = args.model or getattr(lm, "model", None)
     plot = _plot(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
+    _risk_plot(csv_path, out_dir / RISK_PLOT_FILE, f"{args.set_name} {args.split}, {len(rows)} questions, {model}")
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,

@@ -39,6 +39,7 @@ CSV_COLUMNS = [
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
     "citations", "citation_recall", "citation_precision", "unsupported_sentences",
+    "draft", "draft_correct", "draft_checks", "candidate_correct",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "seconds", "notes"]
@@ -111,6 +112,10 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     if any(s.step == "decide-retrieval" for s in getattr(trace, "steps", None) or []):
         out["retrieval_skipped"] = bool(getattr(res, "retrieval_skipped", False))
     out["correct"] = is_correct(row, out["answer"], out["fallback"])
+    out.update(_draft(row, res))
+    # the answer the confidence is about: the one given, or the one declined (selective QA's view)
+    declined = str(getattr(res, "declined", "") or "")
+    out["candidate_correct"] = is_correct(row, declined, False) if out["fallback"] and declined else out["correct"]
     out["abstained"] = abstained(out["answer"], out["fallback"])
     for i, s in enumerate(getattr(trace, "steps", None) or []):
         steps.append({"id": row["id"], "mode": mode, "step_index": i, "step": s.step, "lm_calls": s.lm_calls,
@@ -119,6 +124,17 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     out.update(_groundedness(mode, res, checker))
     out.update(_citations(res, getattr(getattr(program, "attributor", None), "judges", None)))
     return out, steps
+
+
+def _draft(row: dict, res) -> dict:
+    """The reader's draft (``crag``, ``self-crag``): its text, whether it was right as written
+    (an answer to an unanswerable question is wrong; an abstention is right only there), and
+    its checks as JSON; empty for modes without a draft."""
+    draft = str(getattr(res, "draft", "") or "")
+    checks = getattr(res, "draft_checks", None) or {}
+    if not draft and not checks:
+        return {"draft": "", "draft_correct": "", "draft_checks": ""}
+    return {"draft": draft, "draft_correct": is_correct(row, draft, False), "draft_checks": json.dumps(checks)}
 
 
 def _citations(res, judges) -> dict:

@@ -13,9 +13,11 @@ import pandas as pd
 from optimize.eval_data import abstained
 from optimize.metrics import median, percentile
 from optimize.record import CSV_COLUMNS, STEP_COLUMNS
+from optimize.selective import COVERAGES, selective_figures, truthfulness
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
-_BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")
+CONFIDENT_MODES = {"rag", "crag", "self-crag"}  # the modes whose confidence scores their answer
+_BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")  # candidate_correct stays text
 _NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "seconds", "claims", "claims_fully",
         "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens", "check_completion_tokens",
         "check_seconds", "citation_recall", "citation_precision", "unsupported_sentences")
@@ -89,6 +91,9 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         ``cited_share`` (answers that state something, neither the fallback nor an abstention,
         with at least one citation), ``citation_recall`` / ``citation_precision`` (ALCE's,
         mean over those answers; ``program.stages.attribution.citation_quality``), None without them,
+        ``truthfulness`` (the CRAG benchmark's score in points), ``confidence_auroc`` and
+        ``risk_coverage`` (``optimize.selective``; None for modes without an answer confidence),
+        ``answerable_right`` and ``unanswerable_declined`` (counts),
         ``accuracy_by_relation`` (PopQA relation or adversarial category -> accuracy),
         ``median_*`` and ``p90_*`` of ``lm_calls``, ``prompt_tokens``, ``completion_tokens``,
         ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``
@@ -124,12 +129,35 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         **_citation_figures(ok),
         **_cost_figures(ok),
     }
+    confident = CONFIDENT_MODES & set(df["mode"])
+    s.update(selective_figures(df) if confident else {"truthfulness": truthfulness(df), "confidence_auroc": None,
+                                                      "risk_coverage": None})
+    s["draft"] = draft_figures(df)
+    s["answerable_right"] = int((df["answerable"] & df["correct"]).sum())
+    s["unanswerable_declined"] = int((~df["answerable"] & df["abstained"]).sum())
     s["accuracy_by_relation"] = {str(r): _pct(rows["correct"]) for r, rows in df.groupby("relation")}
     s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
     s.update(_retrieval_decisions(df, ok))
     if with_expected:
         s.update(_expected_figures(graded))
     return s
+
+
+def draft_figures(df: pd.DataFrame) -> dict | None:
+    """The reader's drafts of a ``crag`` / ``self-crag`` run scored as answers: plain RAG's one
+    call over (nearly) the same passages, in the same run. ``accuracy``, ``truthfulness``,
+    ``answerable_right`` and ``unanswerable_declined``; None where the rows have no drafts."""
+    rows = df[df["draft_correct"].astype(str).isin(["True", "False"])] if "draft_correct" in df else df.iloc[:0]
+    if rows.empty:
+        return None
+    from optimize.eval_data import abstained as said_no
+
+    right = rows["draft_correct"].astype(str).eq("True")
+    declined = pd.Series([said_no(d, False) for d in rows["draft"]], index=rows.index, dtype=bool)
+    as_answers = pd.DataFrame({"correct": right, "abstained": declined, "answerable": rows["answerable"]})
+    return {"n": len(rows), "accuracy": _pct(right), "truthfulness": truthfulness(as_answers),
+            "answerable_right": int((rows["answerable"] & right).sum()),
+            "unanswerable_declined": int((~rows["answerable"] & declined).sum())}
 
 
 def _groundedness_figures(ok: pd.DataFrame) -> dict:
@@ -253,6 +281,28 @@ def markdown_table(summary: dict[str, dict]) -> str:
                     + ([_fmt(s.get("action_accuracy"), " %")] if with_aa else [])
                     + ([_fmt(s.get("skip_rate"), " %")] if with_skips else [])
                     + ([_chat(s.get("no_retrieval_questions"))] if with_chat else []))
+    return _table(head, rows)
+
+
+def selective_table(summary: dict[str, dict]) -> str:
+    """Truthfulness, the confidence's AUROC and accuracy among answered at each coverage, a row
+    per mode ("" when no mode has figures)."""
+    modes = [m for m, s in summary.items() if s.get("truthfulness") is not None]
+    if not modes:
+        return ""
+    head = ["mode", "accuracy", "truthfulness", "answerable right", "unanswerable declined", "confidence AUROC"] \
+        + [f"acc. at {round(100 * c)} % answered" for c in COVERAGES]
+    rows = []
+    for m in modes:
+        s, rc = summary[m], summary[m].get("risk_coverage") or {}
+        rows.append([m, _fmt(s["accuracy"], " %"), _fmt(s["truthfulness"]), _fmt(s.get("answerable_right")),
+                     _fmt(s.get("unanswerable_declined")), _fmt(s.get("confidence_auroc"))]
+                    + [_fmt(rc.get(str(round(100 * c))), " %") for c in COVERAGES])
+        d = s.get("draft")
+        if d:
+            rows.append([f"{m}'s draft (rag's call)", _fmt(d["accuracy"], " %"), _fmt(d["truthfulness"]),
+                         _fmt(d["answerable_right"]), _fmt(d["unanswerable_declined"]), "-"]
+                        + ["-" for _ in COVERAGES])
     return _table(head, rows)
 
 

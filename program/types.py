@@ -215,6 +215,19 @@ FALLBACK_ANSWER = "I don't have reliable information on this."
 
 
 @dataclass
+class Correction:
+    """What CRAG's knowledge correction found (§4.3): the context it adds and its grades.
+
+    Attributes:
+        strips: new knowledge-base passages (whole, one strip each) and the web pages' kept strips.
+        grades: the evaluator's grades of every passage found (knowledge base and web).
+    """
+
+    strips: list[Strip] = field(default_factory=list)
+    grades: list[ChunkGrade] = field(default_factory=list)
+
+
+@dataclass
 class CRAGResult:
     """The answer to one question, with everything needed to audit it.
 
@@ -226,7 +239,14 @@ class CRAGResult:
             no evaluator ran: the ``closed`` and ``rag`` modes, and a question the retrieval
             decider answered without retrieval (``retrieval_skipped``; Self-RAG's Retrieve = no
             is not one of CRAG's actions).
-        confidence: max chunk score in [0, 1] (CRAG's evaluator confidence).
+        confidence: the answer's probability of being right, in [0, 1]
+            (``program.stages.draft.ConfidenceModel`` over the answer's checks); for the fallback,
+            that of the best answer declined (``declined``: the decline is right with probability
+            1 - confidence). ``rag`` reports its one answer's the same way.
+        declined: the best answer written when the program declined it (the fallback), else "".
+        draft: the reader's first answer (``crag`` and ``self-crag``), before any correction.
+        draft_checks: the draft's checks (``program.stages.draft.DraftEvidence`` as a dict:
+            support, premise, question_coverage, token_probability, passage_score, cited, abstained).
         citations: the strips the answer cites, numbered as in the answer.
         sentences: the answer's sentences with their citations and support
             (``program.stages.attribution``); empty for the fallback and for an abstention.
@@ -235,8 +255,7 @@ class CRAGResult:
         claims: the answer's claims with support verdicts.
         fallback: True when nothing reliable remained and the honest fallback was given.
         retried: True when the stricter regeneration ran.
-        escalated: True when a CORRECT route fell through to the web (no internal strip kept,
-            or no claim supported by them).
+        escalated: kept for the results' schema; the draft-first route never escalates (False).
         corrected_grades: the grades of the passages the correction found (the rewritten
             query's new knowledge-base passages and the web pages), when they were judged.
         usefulness: Self-RAG's IsUse for the final answer of the self-check, in [0, 1]
@@ -253,6 +272,9 @@ class CRAGResult:
     answer: str
     action: Action | None = None
     confidence: float = 0.0
+    draft: str = ""
+    draft_checks: dict = field(default_factory=dict)
+    declined: str = ""
     citations: list[Citation] = field(default_factory=list)
     sentences: list[AnswerSentence] = field(default_factory=list)
     grades: list[ChunkGrade] = field(default_factory=list)

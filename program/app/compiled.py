@@ -29,7 +29,10 @@ from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import load_adapted
 from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
-from program.stages.crag import CRAG
+from program.stages.crag import CRAG, DEFAULT_ACCEPT
+from program.stages.draft import ConfidenceModel
+
+OPERATING_POINT_FILE = "operating_point.json"  # where ``program index`` saves a knowledge base's ``accept``
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
 STATE_FILE = "crag.json"
@@ -286,4 +289,52 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     program.upper = kwargs.get("upper", thresholds.get("upper", 0.6))
     program.lower = kwargs.get("lower", thresholds.get("lower", 0.2))
     program.evaluator.probabilities = bool(thresholds.get("probabilities"))
+    confidence, accept = load_confidence(directory, program.knowledge_base)
+    program.confidence = kwargs.get("confidence") or confidence
+    program.accept = kwargs.get("accept", accept)
     return program
+
+
+CONFIDENCE_FILE = "confidence.json"
+
+
+def read_confidence_file(path: str | Path) -> tuple[ConfidenceModel, float]:
+    """The model and default ``accept`` of one ``confidence.json``.
+
+    Raises:
+        CompiledError: not JSON, weights that are not numbers, or an ``accept`` outside [0, 1].
+    """
+    path = Path(path)
+    data = _read_json(path)
+    try:
+        model = ConfidenceModel.from_dict(data.get("model"))
+    except ValueError as exc:
+        raise CompiledError(f"{path}: {exc}") from None
+    accept = data.get("accept", DEFAULT_ACCEPT)
+    if not isinstance(accept, (int, float)) or not 0.0 <= float(accept) <= 1.0:
+        raise CompiledError(f"{path}: 'accept' must be a number in [0, 1], got {accept!r}")
+    return model, float(accept)
+
+
+def load_confidence(directory: str | Path, knowledge_base) -> tuple[ConfidenceModel, float]:
+    """The answer-confidence model and the operating point for ``knowledge_base``.
+
+    ``<directory>/confidence.json`` (written by ``python -m optimize.train_confidence``) holds the
+    model's weights and its default ``accept``; the operating point ``program index`` set for
+    this knowledge base (``<directory>/adapted/<corpus_key>/operating_point.json``) wins over it.
+    Without the file: the default weights and ``DEFAULT_ACCEPT``.
+
+    Raises:
+        CompiledError: a file that is not JSON, or an ``accept`` outside [0, 1].
+    """
+    path = Path(directory) / CONFIDENCE_FILE
+    model, accept = read_confidence_file(path) if path.exists() else (ConfidenceModel(), DEFAULT_ACCEPT)
+    try:
+        point = Path(directory) / "adapted" / corpus_key(knowledge_base) / OPERATING_POINT_FILE
+    except (AttributeError, KeyError, TypeError):
+        point = None
+    if point is not None and point.exists():
+        path, accept = point, _read_json(point).get("accept", accept)
+    if not isinstance(accept, (int, float)) or not 0.0 <= float(accept) <= 1.0:
+        raise CompiledError(f"{path}: 'accept' must be a number in [0, 1], got {accept!r}")
+    return model, float(accept)

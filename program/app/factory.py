@@ -56,4 +56,6 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
         baseline = VanillaRAG(kb, k=crag.k)
     baseline.generator = crag.generator  # the compiled generator: the modes differ only before it
     baseline.attributor.judges = crag.judges  # and the same support judge sets the citations
+    if mode == "rag":
+        baseline.confidence = crag.confidence  # its answers scored as crag scores its drafts
     return baseline

@@ -46,7 +46,8 @@ from dspy.utils.callback import BaseCallback
 
 from program.stages.attribution import Attributor
 from program.stages.crag import CRAG
-from program.stages.evaluator import RetrievalEvaluator, decide_action
+from program.stages.decision import Decider
+from program.stages.evaluator import RetrievalEvaluator
 from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
 from program.stages.refine import KnowledgeRefiner
@@ -135,9 +136,9 @@ class StepRecorder(BaseCallback):
             lower, upper = inputs.get("lower", 0.2), inputs.get("upper", 0.6)
             stage = self._stage()
             self.emit("graded", stage=stage, grades=outputs, lower=lower, upper=upper)
-            if stage == "initial":
-                action, confidence = decide_action(outputs, upper, lower)
-                self.emit("action", action=action, confidence=round(confidence, 4), lower=lower, upper=upper)
+        elif isinstance(instance, Decider):
+            self.emit("action", action=outputs.action, confidence=round(outputs.confidence, 4),
+                      reasons=outputs.reasons, accept=inputs.get("accept"), lower=inputs.get("lower"))
         elif isinstance(instance, KnowledgeRefiner):
             report = instance.last_report
             kept = {id(s) for s in report.kept}
@@ -150,7 +151,9 @@ class StepRecorder(BaseCallback):
             self.emit("web", **{k: v for k, v in outputs.to_trace().items() if k not in ("question", "passages")})
         elif isinstance(instance, AnswerGenerator):
             self._answers += 1
-            self.emit("answer", answer=outputs, strict=bool(inputs.get("unsupported")), closed_book=False)
+            text = outputs if isinstance(outputs, str) else outputs.text
+            self.emit("answer", answer=text, strict=bool(inputs.get("unsupported")), closed_book=False,
+                      **({} if isinstance(outputs, str) else {"probability": outputs.probability}))
         elif isinstance(instance, ClaimChecker):
             self._checks += 1
             self.emit("claims", claims=outputs, retry=self._checks > 1)

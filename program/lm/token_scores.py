@@ -61,3 +61,51 @@ def field_probability(logprobs, field: str) -> float | None:
             return 1.0 if word in YES else 0.0
         return yes / (yes + no)
     return None
+
+
+def field_text_probability(logprobs, field: str) -> float | None:
+    """How sure the LM was of a text output ``field``: the geometric mean of its tokens'
+    probabilities, in [0, 1].
+
+    The tokens counted are those after the field's name up to the next field marker (``[[``),
+    the end of the JSON string, or the end of the reply; whitespace, punctuation and ``[n]``
+    citation tokens are left out (they carry the format, not the answer). Selective question
+    answering reads an answer's likelihood the same way (Kadavath et al. 2022; Kamath et al.
+    2020 use it as the baseline confidence).
+
+    Args:
+        logprobs: the prediction's ``logprobs`` (``{"content": [{token, logprob, ...}, ...]}``), or None.
+        field: the output field's name, e.g. ``"answer"``.
+
+    Returns:
+        The probability, or None when there are no log probabilities or the field is not in them.
+    """
+    content = _get(logprobs, "content") if logprobs is not None else None
+    if not content:
+        return None
+    tokens = [str(_get(e, "token", "")) for e in content]
+    text, ends = "", []
+    for token in tokens:
+        text += token
+        ends.append(len(text))
+    at = text.rfind(f"## {field} ##")
+    at = text.rfind(f'"{field}"') if at < 0 else at
+    if at < 0:
+        return None
+    start = next((i for i, end in enumerate(ends) if end > at + len(field) + 5), len(tokens))
+    logs, in_marker = [], False
+    for entry in content[start:]:
+        token = str(_get(entry, "token", ""))
+        if "[[" in token or token.strip().startswith('"}'):
+            break
+        if "[" in token:
+            in_marker = "]" not in token.split("[")[-1]
+            continue
+        if in_marker:  # the digits of a citation marker "[3]"
+            in_marker = "]" not in token
+            continue
+        if any(ch.isalnum() for ch in token):
+            logs.append(float(_get(entry, "logprob", 0.0)))
+    if not logs:
+        return None
+    return round(math.exp(sum(logs) / len(logs)), 4)

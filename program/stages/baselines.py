@@ -14,6 +14,7 @@ from program.guards.cost import step
 from program.guards.question import validate_question
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.attribution import Attributor, cite
+from program.stages.draft import ConfidenceModel, check_draft
 from program.stages.generation import AnswerGenerator
 from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
 from program.web.base import WebSearchError
@@ -59,7 +60,9 @@ class ClosedBook(dspy.Module):
 class VanillaRAG(dspy.Module):
     """Retrieve ``k`` passages and answer from them with ``GenerateAnswer``, one LM call.
 
-    Each passage (cut to ``max_chars`` characters) is one numbered context entry.
+    Each passage (cut to ``max_chars`` characters) is one numbered context entry. The answer
+    carries a confidence from its own checks (``program.stages.draft``: the same checks and
+    model as CRAG's draft, with no passage scores), which it reports and never acts on.
 
     Example:
         >>> VanillaRAG(kb, k=3)(question="Who wrote Dune?").citations
@@ -72,14 +75,16 @@ class VanillaRAG(dspy.Module):
         self.max_chars = max_chars
         self.generator = AnswerGenerator()
         self.attributor = Attributor()  # sets the citations (``program.stages.attribution``)
+        self.confidence = ConfidenceModel()
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
         strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title) for p in passages]
         with step(trace, "generate"):
-            answer = self.generator(question=question, strips=strips)
-        return cite(CRAGResult(question=question, answer=answer, strips=strips, trace=trace, mode="rag"),
-                    answer, self.attributor)
+            answer, probability = self.generator.draft(question=question, strips=strips)
+        confidence = self.confidence.score(check_draft(question, answer, strips, {}, probability))
+        return cite(CRAGResult(question=question, answer=answer, strips=strips, trace=trace, mode="rag",
+                               confidence=confidence), answer, self.attributor)
 
 
 class LangGraphCRAG(dspy.Module):

@@ -1,12 +1,15 @@
 """The CRAG program: Corrective RAG (Yan et al. 2024) with Self-RAG's support checks (Asai et al. 2023).
 
-``forward`` follows the paper's algorithm: retrieve, evaluate, act (refine internal knowledge,
-search the web, or both), generate with citations, then check every claim and correct once.
-Optionally it first asks Self-RAG's "retrieve or not" question and answers closed-book when
-no retrieval is needed.
+``forward`` follows the paper's algorithm with the reader's draft as evidence: retrieve,
+evaluate (cheap judges, no LM call), draft (the one call plain RAG makes), decide the action
+from the scores and the draft's checks, correct when the draft does not hold up, then check
+every claim (self-crag) and cite. Optionally it first asks Self-RAG's "retrieve or not"
+question and answers closed-book when no retrieval is needed.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 import dspy
 
@@ -16,7 +19,9 @@ from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.attribution import Attributor, cite
-from program.stages.evaluator import UNGRADED, RetrievalEvaluator, decide_action
+from program.stages.decision import Decider, Decision
+from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, check_draft
+from program.stages.evaluator import RetrievalEvaluator
 from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
 from program.stages.refine import KnowledgeRefiner
@@ -24,88 +29,92 @@ from program.stages.selfcheck import ClaimChecker, is_abstention, strip_citation
 from program.stages.stale import is_set_aside, set_aside_stale
 from program.stages.usefulness import UsefulnessJudge
 from program.stages.web_path import WebSearcher
-from program.text import coverage
-from program.types import FALLBACK_ANSWER, Action, ChunkGrade, Claim, CRAGResult, Passage, Strip, Trace
+from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correction, CRAGResult, Passage, Strip,
+                           Trace)
 from signatures import AnswerClosedBook, DecideRetrieval
 
-
-# The share of the question's content words a relevant passage must hold before its nearest
-# strips overrule the strip grader's NONE (``CRAG._nearest_of_relevant``).
-NEAREST_MIN_COVERAGE = 0.5
+DEFAULT_ACCEPT = 0.5  # the operating point when neither the compile nor ``index`` set one
 
 
 class CRAG(dspy.Module):
-    """Corrective RAG with a claim-level self-check, as one DSPy module.
+    """Corrective RAG with the reader's draft as evidence and a claim-level self-check, as one DSPy module.
 
     Args:
         knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``).
         web: a search backend for the INCORRECT and AMBIGUOUS actions, or None (no web).
-        k: passages retrieved and graded.
-        upper, lower: the evaluator's thresholds on relevance scores in [0, 1]
-            (CORRECT if any score >= upper, INCORRECT if all < lower, else AMBIGUOUS).
-        embedder: used by the refiner to pre-filter strips; None grades every strip.
+        k: passages retrieved and read.
+        upper, lower: the evaluator's thresholds on relevance scores in [0, 1]: ``upper`` names
+            a passage relevant (a web page at or above it is refined as relevant); no passage at
+            or above ``lower`` counts against the draft (``program.stages.decision``).
+        accept: the operating point in [0, 1]: an answer whose confidence reaches it is given,
+            one below it is declined with the honest fallback (set per knowledge base by
+            ``program index``; ``DEFAULT_ACCEPT`` otherwise).
+        confidence: the ``program.stages.draft.ConfidenceModel`` that scores an answer's checks;
+            the default weights when None.
+        max_chars: characters of each passage the reader reads (as plain RAG reads it).
+        embedder: used by the refiner to pre-filter web strips; None grades every strip.
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
         self_check: run Self-RAG's claim-level support check (with its retry, claim dropping
-            and fallback); False answers from the refined strips as generated (the ``crag``
-            evaluation mode; ``self-crag`` is True).
+            and fallback); False answers as decided (the ``crag`` evaluation mode; ``self-crag``
+            is True).
         web_k: web hits kept.
-        lazy_evaluation: stop grading at the first passage above ``upper`` (the action is
-            CORRECT whatever the rest score); the ungraded passages still go to refinement.
+        lazy_evaluation: kept for the settings' schema: passages are scored by the cheap judges,
+            all of them, so there is nothing to save by stopping early.
         decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token, at temperature
-            0) whether the question needs sources at all; when it says no (greetings, thanks,
-            arithmetic, rewording text given in the question), answer closed-book with
-            ``AnswerClosedBook`` and retrieve nothing (``result.retrieval_skipped``, ``action``
-            None). Output it cannot parse means retrieve. Off by default; its two predictors
-            exist only when it is on, so the compiled state of the default program is unchanged.
+            0) whether the question needs sources at all; when it says no, answer closed-book
+            with ``AnswerClosedBook`` (``result.retrieval_skipped``, ``action`` None). Output it
+            cannot parse means retrieve. Off by default.
         judges: a ``program.judges.JudgeSet`` (``load_compiled`` loads the compiled one): the
-            trained passage, strip and support judges and which judgments they decide; None
-            judges with the LM Signatures alone.
+            trained passage, strip and support judges; None scores passages by retrieval
+            similarity and judges strips and claims with the LM Signatures.
 
-    Correction (CRAG §4.3, INCORRECT and AMBIGUOUS): the question is rewritten in the
-    knowledge base's own vocabulary (``RewriteQuery``, given the knowledge base's terms nearest
-    to the question), the rewritten query searches the knowledge base again and the web (when
-    one is configured), the new passages are judged like the first, and those at or above
-    ``lower`` are refined. One round, capped: the corrected passages are never corrected again.
+    The route (CRAG §4.3, with the draft as evidence):
+        1. retrieve ``k`` passages; set aside sentences addressing the model; score each passage
+           (trained judge, no LM call) and set aside stale ones;
+        2. **draft**: one generation over the passages as plain RAG reads them, with the
+           answer's token probabilities from the same call; its checks and confidence
+           (``program.stages.draft``);
+        3. **decide** (``program.stages.decision.decide``): CORRECT when the draft holds up (it is
+           the answer, no further call); INCORRECT when nothing holds (it abstains, or its words
+           or the question's premise are not in its sources); AMBIGUOUS otherwise;
+        4. INCORRECT and AMBIGUOUS take the **correction** once: ``RewriteQuery`` in the knowledge
+           base's vocabulary, the knowledge base searched again and the web (when configured),
+           web pages refined into strips; the answer is written again from what was found
+           (AMBIGUOUS: plus the draft's cited passages), and the answer of higher confidence kept;
+        5. an answer below ``accept`` is **declined** (``FALLBACK_ANSWER``, ``result.fallback``);
+        6. self-crag: every claim checked against its cited strips, one stricter retry for
+           unsupported ones (kept only when its claims hold up at least as well), unsupported
+           claims dropped, the fallback when none remains; then citations.
 
-    Stale and contradicting sources: a passage whose source says it is deprecated, archived or
-    retired, or a community post, is set aside (kept out of refinement) when another retrieved
-    passage scoring at least ``lower`` is current and official; the trace says which (``program.stages.stale``).
-
-    Escalation: when the evaluator says CORRECT but refinement keeps no strip, or no claim of
-    the answer is supported by the internal strips, the evaluator was wrong (often a passage
-    about a namesake); the correction runs once and the answer is generated from its strips
-    (``result.escalated``). The action reported stays the evaluator's. When refinement kept no
-    strip and the correction finds nothing either, the relevant passages' strips nearest the
-    question are kept (``KnowledgeRefiner.nearest``) when the passage holds at least
-    ``NEAREST_MIN_COVERAGE`` of the question's content words: the evaluator's grade of the
-    passage then outranks the small model's NONE for each of its sentences, and the claim check
-    (self-crag) still stands between them and the answer.
-
-    Edge behaviour: after the capped retry, claims still unsupported ("no") are dropped and
-    partially supported ones are kept and flagged; when no claim remains, or there was no
-    relevant knowledge at all, the answer is the honest fallback (``FALLBACK_ANSWER``) and
-    ``result.fallback`` is True. A question that reaches its time, token or LM-call cap
-    (``caps``, a ``program.guards.caps.QuestionCaps``; default from the environment) stops before its
-    next step with the fallback, the cap in ``trace.caps_hit``. ``forward`` raises only
-    ``QuestionError`` for a bad question and ``program.lm.retry.LMServiceError`` when the LM
-    service failed after its capped retries.
+    Edge behaviour: an abstaining draft has confidence 0 and goes to the correction; a
+    correction that finds nothing leaves the draft's confidence to decide. A question that
+    reaches its time, token or LM-call cap (``caps``, a ``program.guards.caps.QuestionCaps``;
+    default from the environment) stops before its next step with the fallback, the cap in
+    ``trace.caps_hit``. ``forward`` raises only ``QuestionError`` for a bad question and
+    ``program.lm.retry.LMServiceError`` when the LM service failed after its capped retries.
 
     Example:
         >>> program = CRAG(KnowledgeBase.load(".cache/indexes/popqa"), web=OfflineSnapshotBackend(path))
         >>> result = program(question="What is Herlyn Espinal's occupation?")
-        >>> result.action, result.answer
+        >>> result.action, result.confidence, result.answer
     """
 
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
-                 decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None):
+                 decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None,
+                 accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500):
         super().__init__()
+        if not 0.0 <= accept <= 1.0:
+            raise ValueError(f"accept must be in [0, 1], got {accept}")
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
+        self.accept, self.max_chars = accept, max_chars
+        self.confidence = confidence or ConfidenceModel()
         self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
         self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
         self.evaluator = RetrievalEvaluator()
+        self.action_decider = Decider()
         self.instruction_filter = InstructionFilter()
         self.refiner = KnowledgeRefiner(embedder)
         self.web_searcher = WebSearcher(web, k=web_k)
@@ -161,41 +170,64 @@ class CRAG(dspy.Module):
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
         passages = self._set_aside(passages, trace)
-        grades = self._evaluate(question, passages, trace, "evaluate", lazy=self.lazy_evaluation)
-        action, confidence = decide_action(grades, self.upper, self.lower)
-        trace.note(f"action={action.value} confidence={confidence:.2f} (upper={self.upper}, lower={self.lower}); "
-                   f"scores {[(g.passage_id, g.score, g.reason) for g in grades]}")
+        grades = self._evaluate(question, passages, trace, "evaluate")
+        draft = self._write(question, self._as_read(passages, grades), grades, trace, "draft")
+        decision = self._decide(draft, grades, trace)
 
-        strips: list[Strip] = []
-        corrected: list[ChunkGrade] = []
-        if action in (Action.CORRECT, Action.AMBIGUOUS):
-            strips += self._refine(question, *self._usable(passages, grades), trace, "refine-internal")
-        if action in (Action.INCORRECT, Action.AMBIGUOUS):
-            strips += self._correct(question, passages, trace, corrected)
-        escalated = False
-        if action is Action.CORRECT and not strips:
-            escalated, strips = self._escalate(question, passages, trace, corrected,
-                                               "no internal strip survived refinement")
-            if not strips:
-                strips = self._nearest_of_relevant(question, passages, grades, trace)
-
-        result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=action, confidence=confidence,
-                            grades=grades, strips=strips, trace=trace, escalated=escalated, mode=self.mode,
-                            corrected_grades=corrected)
-        if not strips:
-            trace.note("no relevant knowledge: honest fallback")
-            result.fallback = True
-            return result
+        result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=decision.action, grades=grades,
+                            trace=trace, mode=self.mode, draft=draft.answer, confidence=draft.confidence,
+                            draft_checks=asdict(draft.evidence))
+        best = draft
+        if decision.action is not Action.CORRECT:
+            correction = self._correct(question, passages, trace)
+            result.corrected_grades = correction.grades
+            kept = draft.cited_strips() if decision.action is Action.AMBIGUOUS else []
+            context = kept + correction.strips
+            if correction.strips:
+                again = self._write(question, context, grades + correction.grades, trace, "generate")
+                best = max((draft, again), key=lambda a: a.confidence)
+                trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: "
+                           f"kept the {'corrected answer' if best is again else 'draft'}")
+        result.strips, result.confidence = best.strips, best.confidence
+        if best.abstained or best.confidence < self.accept:
+            return self._decline(result, best)
         if not self.self_check:
-            return self._answer(result)
-        result = self._answer_and_check(result)
-        if result.fallback and action is Action.CORRECT and not result.escalated:
-            result.escalated, new_strips = self._escalate(question, passages, trace, result.corrected_grades,
-                                                          "no claim was supported by the internal strips")
-            if new_strips:
-                result.fallback, result.strips = False, new_strips
-                result = self._answer_and_check(result)
+            return cite(result, best.answer, self.attributor)
+        return self._check_claims(result, best.answer)
+
+    def _write(self, question: str, strips: list[Strip], grades: list[ChunkGrade], trace: Trace,
+               name: str) -> Draft:
+        """One generation over ``strips`` and its checks: a ``Draft`` with its confidence."""
+        if not strips:
+            return Draft("", [], DraftEvidence(abstained=True), 0.0)
+        with step(trace, name) as cost:
+            answer, probability = self.generator.draft(question=question, strips=strips)
+            scores = {g.passage_id: g.score for g in grades}
+            evidence = check_draft(question, answer, strips, scores, probability)
+            confidence = self.confidence.score(evidence)
+            cost.notes = f"confidence {confidence:.2f}; {evidence.summary()}"
+        return Draft(answer, strips, evidence, confidence)
+
+    def _decide(self, draft: Draft, grades: list[ChunkGrade], trace: Trace) -> Decision:
+        best_score = max((g.score for g in grades if not is_set_aside(g)), default=-1.0)
+        with step(trace, "decide") as cost:
+            decision = self.action_decider(evidence=draft.evidence, confidence=draft.confidence,
+                                              best_score=best_score, accept=self.accept, lower=self.lower)
+            cost.notes = decision.summary()
+        trace.note(decision.summary())
+        return decision
+
+    def _decline(self, result: CRAGResult, best: Draft) -> CRAGResult:
+        why = "no answer was written" if best.abstained else f"confidence {best.confidence:.2f} < accept {self.accept:.2f}"
+        result.trace.note(f"declined: {why}; honest fallback")
+        result.fallback, result.declined = True, best.answer
         return result
+
+    def _as_read(self, passages: list[Passage], grades: list[ChunkGrade]) -> list[Strip]:
+        """The passages as plain RAG reads them, one context entry each (cut to ``max_chars``),
+        without those set aside as stale."""
+        return [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title)
+                for p, g in zip(passages, grades) if not is_set_aside(g)]
 
     def _needs_retrieval(self, question: str, trace: Trace) -> bool:
         # Self-RAG's Retrieve token. Only a parsed "false" skips retrieval: skipping a question
@@ -217,45 +249,6 @@ class CRAG(dspy.Module):
         return CRAGResult(question=question, answer=answer, action=None, trace=trace, retrieval_skipped=True,
                           mode=self.mode)
 
-    def _may_escalate(self, result: CRAGResult) -> bool:
-        """True when a failed answer on internal strips would still be escalated (corrected once)."""
-        return result.action is Action.CORRECT and not result.escalated
-
-    def _escalate(self, question: str, passages: list[Passage], trace: Trace, corrected: list[ChunkGrade],
-                  why: str) -> tuple[bool, list[Strip]]:
-        # The evaluator said CORRECT but the internal knowledge did not hold up: it was wrong
-        # (often a namesake), so take the INCORRECT action's correction once.
-        trace.note(f"{why}: the evaluator's 'correct' is overruled; correcting once")
-        return True, self._correct(question, passages, trace, corrected)
-
-    def _nearest_of_relevant(self, question: str, passages: list[Passage], grades: list[ChunkGrade],
-                             trace: Trace) -> list[Strip]:
-        # The evaluator graded a passage relevant (>= upper), the strip grader kept none of its
-        # sentences and the correction found nothing. The 1.5B strip grader says NONE to
-        # answering sentences (4 of 15 on the blind injection set's train half) far more often
-        # than the evaluator is wrong at >= upper, so its verdict yields to the evaluator's:
-        # the relevant passages' strips nearest the question, no LM call.
-        usable, relevant = self._usable(passages, grades)
-        relevant = [p for p in usable if p.id in set(relevant)]
-        # ...but only for a passage that holds at least half of the question's content words. The
-        # 1.5B evaluator says "correct" to nearly every help-centre passage, and there its
-        # "correct" over an unanswerable question ("Is there a Paylane plugin for WooCommerce?")
-        # is as wrong as the NONE is right (adversarial dev: the passages kept held .17-.60 of
-        # such questions' words; the blind injection train half's answering passages .50-1.0).
-        covering = [p for p in relevant if coverage(question, p.text) >= NEAREST_MIN_COVERAGE]
-        if len(covering) < len(relevant):
-            trace.note(f"not overruling the strip grader for {[p.id for p in relevant if p not in covering]}: "
-                       f"they hold under {NEAREST_MIN_COVERAGE:.0%} of the question's content words")
-        relevant = covering
-        if not relevant:
-            return []
-        with step(trace, "keep-nearest") as cost:
-            strips = self.refiner.nearest(question, relevant)
-            cost.notes = (f"the correction found nothing; kept the {len(strips)} strip(s) of the relevant "
-                          f"passage(s) nearest the question: {[s.source_id for s in strips]}")
-        trace.note(cost.notes)
-        return strips
-
     def _set_aside(self, passages: list[Passage], trace: Trace) -> list[Passage]:
         # Sentences addressing the model are not knowledge: out before any judge reads them.
         out = self.instruction_filter(passages=passages)
@@ -263,10 +256,11 @@ class CRAG(dspy.Module):
             trace.note(f"{passage_id}: set aside a sentence addressing the model: {sentence[:200]!r}")
         return out.passages
 
-    def _evaluate(self, question: str, passages: list[Passage], trace: Trace, name: str, lazy: bool) -> list[ChunkGrade]:
+    def _evaluate(self, question: str, passages: list[Passage], trace: Trace, name: str) -> list[ChunkGrade]:
+        # The cheap judges only: an LM grade per passage costs what the whole draft costs.
         with step(trace, name) as cost:
-            grades = self.evaluator(question=question, passages=passages, stop_at=self.upper if lazy else None,
-                                    lower=self.lower, upper=self.upper)
+            grades = self.evaluator(question=question, passages=passages, lower=self.lower, upper=self.upper,
+                                    ask_lm=False)
             grades = set_aside_stale(passages, grades, self.lower)
             cost.notes = "; ".join(f"{g.passage_id}={g.score} {g.reason}" for g in grades)
         for g in grades:
@@ -274,15 +268,11 @@ class CRAG(dspy.Module):
                 trace.note(f"{g.passage_id}: {g.explanation}")
         return grades
 
-    def _usable(self, passages: list[Passage], grades: list[ChunkGrade]) -> tuple[list[Passage], list[str]]:
-        """The passages worth refining (at or above ``lower``, or ungraded) and the ids of the relevant ones."""
-        usable = [p for p, g in zip(passages, grades)
-                  if (g.score >= self.lower or g.score == UNGRADED) and not is_set_aside(g)]
-        return usable, [g.passage_id for g in grades if g.score >= self.upper and not is_set_aside(g)]
-
-    def _correct(self, question: str, passages: list[Passage], trace: Trace, corrected: list[ChunkGrade]) -> list[Strip]:
-        """CRAG's knowledge correction, one round: rewrite in the knowledge base's vocabulary,
-        search the knowledge base again and the web, judge the new passages, refine the usable ones."""
+    def _correct(self, question: str, passages: list[Passage], trace: Trace) -> Correction:
+        """CRAG's knowledge correction, one round (§4.3): rewrite in the knowledge base's
+        vocabulary, search the knowledge base again and the web, judge what was found. New
+        knowledge-base passages are read whole, as the draft's were; web pages are refined
+        into strips (decompose-then-recompose pays where a page is long)."""
         terms = self._candidate_terms(question)
         with step(trace, "rewrite") as cost:
             query = self.web_searcher.rewrite_query(question, terms)
@@ -303,18 +293,13 @@ class CRAG(dspy.Module):
             found = web.passages
         new = self._set_aside(again + found, trace)
         if not new:
-            return []
-        usable, relevant = new, []
-        if self.judges is not None and self.judges.choice("passage").use != "lm":
-            # Judged like the first passages (no LM call with the trained judge), but not gated:
-            # CRAG refines every corrected document (§4.4) and its strip filter decides. A whole
-            # web page scores low where one of its sentences answers ("...the fencing section").
-            grades = self._evaluate(question, new, trace, "evaluate-corrected", lazy=False)
-            corrected.extend(grades)
-            usable = [p for p, g in zip(new, grades) if not is_set_aside(g)]
-            relevant = [g.passage_id for g in grades if g.score >= self.upper and not is_set_aside(g)]
-        # (with LM grading, a grade per page costs more than the strip filter it would spare)
-        return self._refine(question, usable, relevant, trace, "refine-corrected")
+            return Correction()
+        grades = self._evaluate(question, new, trace, "evaluate-corrected")
+        kept = [(p, g) for p, g in zip(new, grades) if not is_set_aside(g)]
+        strips = self._as_read([p for p, _ in kept if p.source != "web"], [g for p, g in kept if p.source != "web"])
+        pages = [p for p, _ in kept if p.source == "web"]
+        relevant = [g.passage_id for p, g in kept if p.source == "web" and g.score >= self.upper]
+        return Correction(strips + self._refine(question, pages, relevant, trace, "refine-corrected"), grades)
 
     def _candidate_terms(self, question: str) -> list[str]:
         terms = getattr(self.knowledge_base, "candidate_terms", None)
@@ -332,25 +317,16 @@ class CRAG(dspy.Module):
             cost.notes = self.refiner.last_note
         return strips
 
-    def _answer(self, result: CRAGResult) -> CRAGResult:
-        with step(result.trace, "generate"):
-            answer = self.generator(question=result.question, strips=result.strips)
-        return cite(result, answer, self.attributor)
-
-    def _answer_and_check(self, result: CRAGResult) -> CRAGResult:
+    def _check_claims(self, result: CRAGResult, answer: str) -> CRAGResult:
+        """Self-RAG's IsSup over the chosen answer's claims against the same evidence, the
+        capped stricter retry for unsupported ones, and IsUse (§3.1)."""
         question, strips, trace = result.question, result.strips, result.trace
-        with step(trace, "generate"):
-            answer = self.generator(question=question, strips=strips)
         with step(trace, "self-check"):
             claims = self.checker(question=question, answer=answer, strips=strips)
         retries = self.max_retries
         for _ in range(self.max_retries):
             unsupported = [c.text for c in claims if c.support == "no"]
             if not unsupported:
-                break
-            if len(unsupported) == len(claims) and self._may_escalate(result):
-                # Nothing held up on the internal strips: new evidence beats a stricter retry on them.
-                trace.note("no claim supported: escalating instead of a stricter retry")
                 break
             trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
             answer, claims = self._retry(result, unsupported, answer, claims)

@@ -63,6 +63,13 @@ def reason_for(score: float, lower: float, upper: float, stale: bool = False) ->
     return "partial" if score >= lower else "irrelevant"
 
 
+def similarity_grade(passage: Passage, lower: float, upper: float) -> ChunkGrade:
+    """A passage's grade from its retrieval similarity alone (cosine clipped to [0, 1]), for a
+    program with no trained judge that must not spend an LM call per passage."""
+    score = round(min(1.0, max(0.0, passage.score)), 4)
+    return ChunkGrade(passage.id, score, reason_for(score, lower, upper), f"retrieval similarity {score:.3f}")
+
+
 LOGPROBS_CONFIG = {**CRITIQUE_CONFIG, "logprobs": True, "top_logprobs": 5}
 
 
@@ -131,6 +138,9 @@ class RetrievalEvaluator(dspy.Module):
     name the trained scores' reasons (``reason_for``); trained scores cost no call, so every
     passage gets one and ``stop_at`` applies to LM grading only.
 
+    ``ask_lm=False`` never calls the LM: the trained score stands where the cascade would ask, and
+    with no trained judge the passage's retrieval similarity is its score (``similarity_grade``).
+
     ``forward(question, passages, stop_at=None)``: with ``stop_at`` (the upper threshold), grading
     stops at the first passage scoring at least ``stop_at``: the action is then CORRECT whatever
     the others score (CRAG §4.3 needs only one passage above the upper threshold), so their calls
@@ -153,9 +163,11 @@ class RetrievalEvaluator(dspy.Module):
         self.probabilities = probabilities
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
-                lower: float = 0.2, upper: float = 0.6) -> list[ChunkGrade]:
+                lower: float = 0.2, upper: float = 0.6, ask_lm: bool = True) -> list[ChunkGrade]:
         if who_judges(self.judges, "passage").trained:
-            return self._judge(question, passages, upper, lower)
+            return self._judge(question, passages, upper, lower, ask_lm)
+        if not ask_lm:
+            return [similarity_grade(p, lower, upper) for p in passages]
         grades: list[ChunkGrade] = []
         decided = False  # a graded passage reached stop_at: every later one stays ungraded
         for passage in passages:
@@ -167,11 +179,12 @@ class RetrievalEvaluator(dspy.Module):
                 decided = stop_at is not None and grades[-1].score >= stop_at
         return grades
 
-    def _judge(self, question: str, passages: list[Passage], upper: float, lower: float) -> list[ChunkGrade]:
+    def _judge(self, question: str, passages: list[Passage], upper: float, lower: float,
+               ask_lm: bool = True) -> list[ChunkGrade]:
         choice = who_judges(self.judges, "passage")
         grades = []
         for passage, score in zip(passages, self.judges.passage_scores(question, passages)):
-            if choice.asks_lm(score):
+            if ask_lm and choice.asks_lm(score):
                 grade = self._grade_one(question, passage)
                 grade.explanation = f"trained {score:.3f} inside the band {choice.band}: LM grade; " + grade.explanation
                 grades.append(grade)

@@ -14,9 +14,9 @@ const fmt = (x) => (x === undefined || x === null || x < 0 ? "–" : Number(x).t
 let thresholds = { lower: 0.2, upper: 0.6 };
 
 const WHY = {
-  correct: (t) => `a passage scored at or above the upper threshold (${t.upper}): the answer comes from the knowledge base`,
-  incorrect: (t) => `every passage scored below the lower threshold (${t.lower}): the question was rewritten and searched again (knowledge base and web)`,
-  ambiguous: (t) => `no passage reached ${t.upper}, but one scored at least ${t.lower}: the knowledge base and the correction, merged`,
+  correct: () => "the draft holds up: it is the answer",
+  incorrect: () => "nothing holds up: the question was rewritten and searched again (knowledge base and web)",
+  ambiguous: () => "part holds: the draft's passages and the correction, merged",
 };
 
 function reset() {
@@ -64,7 +64,7 @@ function onGraded(e) {
 function onAction(e) {
   $("verdict").hidden = false;
   $("action").replaceChildren(el("span", { class: `badge ${e.action}` }, e.action));
-  $("action-why").textContent = `confidence ${fmt(e.confidence)}: ${WHY[e.action](e)}.`;
+  $("action-why").textContent = `draft confidence ${fmt(e.confidence)} (accept ${fmt(e.accept)}): ${WHY[e.action](e)}; ${(e.reasons || []).join("; ")}.`;
 }
 
 function stripItem(s, attrs = {}) {
@@ -110,8 +110,8 @@ function onResult(r) {
   const unsupported = showCited(r.answer, r.citations, r.sentences);
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
   const flags = [];
-  if (r.fallback) flags.push("nothing reliable remained: the honest fallback");
-  if (r.escalated) flags.push("the evaluator said correct, but nothing held up: corrected once");
+  flags.push(`confidence ${fmt(r.confidence)}`);
+  if (r.fallback) flags.push(r.declined ? `declined: the best answer written ("${r.declined}") stayed below the operating point` : "nothing reliable remained: the honest fallback");
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
   flags.push(...unsupported);

@@ -1,0 +1,101 @@
+"""CRAG's action, decided in one place from the passages' scores and the draft's checks (CRAG §4.3).
+
+CRAG's evaluator maps relevance scores to three actions by two thresholds. Here the scores are
+one piece of evidence beside the reader's draft, because the reader reads better than the
+judges (a judge near AUC .70 that gates alone declines what plain RAG answers):
+
+    CORRECT    the draft holds up: its confidence reaches ``accept`` (it is the answer; no
+               further LM call)
+    INCORRECT  nothing holds: the draft abstains, or its own words or the question's premise
+               are not in the passages it cites, or no passage reaches ``lower``
+    AMBIGUOUS  otherwise: part holds; the correction is added to what holds
+
+After the correction, the answer with the higher confidence is kept, and the program declines
+(the honest fallback) when that confidence is below ``accept``: an abstention is earned by a
+draft and a correction that both failed their checks, never by one low passage score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import dspy
+
+from program.stages.draft import DraftEvidence
+from program.types import Action
+
+# Below these the draft's own words or the question's premise are not in its sources.
+MIN_SUPPORT = 0.34
+MIN_PREMISE = 0.5
+
+
+@dataclass
+class Decision:
+    """The action taken on a draft, with its confidence and the reasons the trace shows.
+
+    Attributes:
+        action: CORRECT, INCORRECT or AMBIGUOUS.
+        confidence: the draft's confidence in [0, 1].
+        reasons: short phrases, e.g. ``["confidence 0.81 >= accept 0.50"]``.
+    """
+
+    action: Action
+    confidence: float
+    reasons: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return f"action={self.action.value} confidence={self.confidence:.2f}: " + "; ".join(self.reasons)
+
+
+def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
+           lower: float) -> Decision:
+    """The action for a draft.
+
+    Args:
+        evidence: the draft's checks (``program.stages.draft.check_draft``).
+        confidence: the draft's confidence in [0, 1] (``ConfidenceModel.score``).
+        best_score: the evaluator's best passage score (negative: none graded).
+        accept: the operating point: a draft at or above it is the answer.
+        lower: the evaluator's lower threshold: no passage at or above it means nothing internal holds.
+
+    Returns:
+        A ``Decision``; CORRECT exactly when the draft does not abstain and ``confidence >= accept``.
+
+    Raises:
+        ValueError: ``accept`` or ``lower`` outside [0, 1].
+    """
+    if not (0.0 <= accept <= 1.0 and 0.0 <= lower <= 1.0):
+        raise ValueError(f"accept and lower must be in [0, 1], got accept={accept}, lower={lower}")
+    if evidence.abstained:
+        return Decision(Action.INCORRECT, 0.0, ["the draft says the passages do not answer"])
+    if confidence >= accept:
+        return Decision(Action.CORRECT, confidence, [f"the draft holds up: confidence {confidence:.2f} >= accept {accept:.2f}",
+                                                     evidence.summary()])
+    failed = []
+    if evidence.support < MIN_SUPPORT:
+        failed.append(f"its own words are not in the cited passages (support {evidence.support:.2f})")
+    if evidence.premise < MIN_PREMISE:
+        failed.append(f"the question's terms are not in the cited passages (premise {evidence.premise:.2f})")
+    if 0 <= best_score < lower:
+        failed.append(f"no passage reaches lower {lower:.2f} (best {best_score:.2f})")
+    if failed:
+        return Decision(Action.INCORRECT, confidence, [f"confidence {confidence:.2f} < accept {accept:.2f}", *failed])
+    return Decision(Action.AMBIGUOUS, confidence, [f"confidence {confidence:.2f} < accept {accept:.2f}; "
+                                                   "the draft's words and premise stand in its passages",
+                                                   evidence.summary()])
+
+
+class Decider(dspy.Module):
+    """CRAG's decision as a module, so that the trace and the stream see it as one step.
+
+    ``forward(evidence, confidence, best_score, accept, lower) -> Decision`` is ``decide``;
+    no LM call.
+
+    Example:
+        >>> Decider()(evidence=draft.evidence, confidence=0.8, best_score=0.7, accept=0.5, lower=0.05).action
+        <Action.CORRECT: 'correct'>
+    """
+
+    def forward(self, evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
+                lower: float) -> Decision:
+        return decide(evidence, confidence, best_score, accept, lower)

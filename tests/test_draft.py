@@ -1,0 +1,85 @@
+"""The draft's checks, its confidence, the decision on it, and the answer's token probability."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from program.lm.token_scores import field_text_probability
+from program.stages.decision import decide
+from program.stages.draft import ConfidenceModel, DraftEvidence, check_draft, premise_terms
+from program.types import Action, Strip
+
+Q = "What is the default maxUnavailable for a Deployment's rolling update?"
+ANSWERING = Strip("deployment.md#4", 0, "For a Deployment, maxUnavailable is an optional field; the default value is 25%.")
+OTHER = Strip("daemonset.md#2", 0, "A DaemonSet rolling update replaces one pod at a time by default.")
+
+
+def test_premise_terms_are_the_questions_names_numbers_and_code_terms():
+    assert premise_terms(Q) == {"maxunavailable", "deployment"}
+    assert premise_terms("Which port does etcd 3.5 listen on?") == {"3.5"}
+    assert premise_terms("How many days does PTO accrue at Acme after 90 days?") == {"pto", "acme", "90"}
+
+
+def test_a_right_draft_holds_its_words_and_premise_in_the_passage_it_cites():
+    e = check_draft(Q, "The default maxUnavailable is 25% [1].", [ANSWERING, OTHER], {"deployment.md#4": 0.9}, 0.8)
+    assert (e.support, e.premise, e.cited, e.passage_score, e.token_probability) == (1.0, 1.0, 1.0, 0.9, 0.8)
+    assert e.sentence_support == 1.0 and not e.abstained
+
+
+def test_an_uncited_draft_is_checked_against_the_passage_holding_its_words():
+    # the bug: without a marker the checks read every passage, so a look-alike's premise
+    # stood in some other passage
+    e = check_draft(Q, "It replaces one pod at a time.", [ANSWERING, OTHER], {}, None)
+    assert e.cited == 0.0 and e.support == 1.0
+    assert e.premise == 0.0  # neither "maxUnavailable" nor "Deployment" is in the DaemonSet passage
+    assert e.token_probability == 0.5 and e.passage_score == 0.5  # unknown: the middle
+
+
+def test_an_abstaining_draft_has_no_support_and_confidence_zero():
+    e = check_draft(Q, "I don't know.", [ANSWERING], {}, 0.99)
+    assert e.abstained and e.support == 0.0
+    assert ConfidenceModel().score(e) == 0.0
+
+
+def test_confidence_is_the_logistic_of_the_weighted_checks():
+    model = ConfidenceModel(weights={"support": 2.0, "premise": 1.0}, bias=-1.0)
+    e = DraftEvidence(support=1.0, premise=0.5)
+    assert model.score(e) == pytest.approx(1 / (1 + math.exp(-1.5)), abs=1e-4)
+    assert ConfidenceModel.from_dict(model.to_dict()) == model
+    with pytest.raises(ValueError, match="must be numbers"):
+        ConfidenceModel.from_dict({"weights": {"support": "high"}})
+
+
+@pytest.mark.parametrize("evidence, confidence, best, action", [
+    (DraftEvidence(abstained=True), 0.0, 0.9, Action.INCORRECT),
+    (DraftEvidence(support=1.0, premise=1.0), 0.7, 0.9, Action.CORRECT),
+    (DraftEvidence(support=1.0, premise=1.0), 0.4, 0.9, Action.AMBIGUOUS),
+    (DraftEvidence(support=0.2, premise=1.0), 0.4, 0.9, Action.INCORRECT),   # its words are not in its source
+    (DraftEvidence(support=1.0, premise=0.0), 0.4, 0.9, Action.INCORRECT),   # the question's terms are not
+    (DraftEvidence(support=1.0, premise=1.0), 0.4, 0.01, Action.INCORRECT),  # no passage reaches lower
+])
+def test_the_decision_routes_on_the_draft_and_the_scores(evidence, confidence, best, action):
+    decision = decide(evidence, confidence, best, accept=0.5, lower=0.05)
+    assert decision.action is action and decision.reasons
+
+
+def test_the_decision_refuses_an_operating_point_outside_0_1():
+    with pytest.raises(ValueError, match="accept and lower"):
+        decide(DraftEvidence(), 0.5, 0.5, accept=2.0, lower=0.1)
+
+
+def _token(text, logprob):
+    return {"token": text, "logprob": logprob}
+
+
+def test_the_answers_probability_skips_format_and_citation_tokens():
+    content = [_token("[[", 0), _token(" ##", 0), _token(" answer", 0), _token(" ##", 0), _token(" ]]\n", 0),
+               _token("The", -0.1), _token(" default", -0.2), _token(" is", -0.05), _token(" 25", -1.0),
+               _token("%", -0.3), _token(" [", 0), _token("3", -3.0), _token("]", 0), _token(".", 0),
+               _token("\n\n", 0), _token("[[", 0), _token(" ##", 0), _token(" completed", -5.0)]
+    # "25" counts (a number is an answer word); "%", "[3]" and the next field do not
+    assert field_text_probability({"content": content}, "answer") == pytest.approx(math.exp(-1.35 / 4), abs=1e-4)
+    assert field_text_probability({"content": content}, "query") is None
+    assert field_text_probability(None, "answer") is None
