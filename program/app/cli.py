@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--time-cap", type=float, default=900.0,
                        help="seconds the LM may spend writing those questions (default 900)")
     index.add_argument("--model", help="the LM that writes them (with --questions); env CRAG_LM")
+    index.add_argument("--decline", type=float, default=0.1,
+                       help="with --questions: the share of the knowledge base's own questions whose answers the "
+                            "operating point declines (default 0.1)")
+    index.add_argument("--operating-questions", type=int, default=30,
+                       help="with --questions: how many of them set the operating point (default 30; one LM call "
+                            "each, and one per look-alike)")
     index.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     return parser
 
@@ -113,7 +119,9 @@ def _ask(args) -> int:
     if result.retrieval_skipped:
         print("\nretrieval skipped: the question needs no sources; answered without them")
     else:
-        print(f"\naction: {result.action.value}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
+        print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
+        if result.declined:
+            print(f"declined (below the operating point): {result.declined}")
     for c in result.citations:
         print(f"[{c.number}] {c.source_id}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
     for s in result.sentences:
@@ -162,6 +170,9 @@ def _index(args) -> int:
     if args.questions < 0 or args.time_cap <= 0:  # refused before any indexing
         print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
         return 2
+    if not 0.0 <= args.decline < 1.0 or args.operating_questions < 1:
+        print("error: --decline must be in [0, 1) and --operating-questions at least 1", file=sys.stderr)
+        return 2
     target = resources.kb_location(args.kb)
     try:
         if is_database_url(target):
@@ -205,8 +216,39 @@ def _adapt(args, kb) -> int:
     # training code (optimize/) behind the command a user runs once per knowledge base
     from optimize.adapt import adapt_and_report
 
-    return adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
+    code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
                             time_cap=args.time_cap, model=args.model, api_base=args.api_base, no_rows_is_error=False)
+    if code or not args.questions:
+        return code
+    return _operating_point(args, kb, compiled)
+
+
+def _operating_point(args, kb, compiled: Path) -> int:
+    """After adapting from written questions: set where to abstain on ``kb`` from drafts of them
+    and of their look-alikes (``program.judges.operating_point``). 0, or 2 with one line."""
+    from optimize.lm_questions import write_questions
+    from program.app.compiled import load_compiled
+    from program.judges.adapted import adapted_dir
+    from program.judges.operating_point import save_operating_point, set_operating_point
+
+    rows = write_questions(kb, n=args.questions, time_cap=args.time_cap, log=lambda *_: None)  # cached: no call
+    questions = [r["question"] for r in rows if r.get("kept")][: args.operating_questions]
+    if not questions:
+        print("note: no written question was kept; the compile's operating point stays", file=sys.stderr)
+        return 0
+    where = adapted_dir(compiled, kb)
+    if where is None:
+        print("note: this knowledge base has no manifest; the compile's operating point stays", file=sys.stderr)
+        return 0
+    crag = load_compiled(compiled, knowledge_base=kb, web=None)
+    try:
+        point = set_operating_point(crag, questions, args.decline)
+        save_operating_point(point, where)
+    except OSError as exc:
+        print(f"error: cannot save the operating point into {compiled}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(point.line())
+    return 0
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:

@@ -26,13 +26,13 @@ import dspy
 
 from program.app import resources
 from program.judges import JUDGES_FILE, load_judges
-from program.judges.adapted import load_adapted
+from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.operating_point import OPERATING_POINT_FILE
 from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
 from program.stages.crag import CRAG, DEFAULT_ACCEPT
 from program.stages.draft import ConfidenceModel
 
-OPERATING_POINT_FILE = "operating_point.json"  # where ``program index`` saves a knowledge base's ``accept``
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
 STATE_FILE = "crag.json"
@@ -329,10 +329,8 @@ def load_confidence(directory: str | Path, knowledge_base) -> tuple[ConfidenceMo
     """
     path = Path(directory) / CONFIDENCE_FILE
     model, accept = read_confidence_file(path) if path.exists() else (ConfidenceModel(), DEFAULT_ACCEPT)
-    try:
-        point = Path(directory) / "adapted" / corpus_key(knowledge_base) / OPERATING_POINT_FILE
-    except (AttributeError, KeyError, TypeError):
-        point = None
+    where = adapted_dir(directory, knowledge_base)
+    point = where / OPERATING_POINT_FILE if where is not None else None
     if point is not None and point.exists():
         path, accept = point, _read_json(point).get("accept", accept)
     if not isinstance(accept, (int, float)) or not 0.0 <= float(accept) <= 1.0:

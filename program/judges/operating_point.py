@@ -1,0 +1,107 @@
+"""Where to abstain on one knowledge base, set from rows it gives itself, no hand labels.
+
+CRAG declines an answer whose confidence (``program.stages.draft``) is below its operating point
+``accept``. A knowledge base's own questions set that point (ARES's idea of judging a corpus by
+questions written for it, Saad-Falcon et al. 2024 §3.1; the threshold the way selective QA picks
+one for a target coverage, Kamath et al. 2020):
+
+- *answerable*: questions the LM wrote for sampled chunks (``optimize.lm_questions``; kept when
+  retrieval ranks their chunk first); ``accept`` is the confidence below which ``decline`` of
+  their drafts fall (default 0.1: about one answerable question in ten declined);
+- *look-alikes*: the same questions with a number changed or a name swapped for one the
+  documents do not hold; the share of them declined at ``accept`` is reported beside it.
+
+Saved as ``<compiled>/adapted/<corpus key>/operating_point.json``, which ``load_compiled``
+reads for that knowledge base (``program.app.compiled.load_confidence``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from program.atomic import write_atomic
+from program.types import Trace
+
+OPERATING_POINT_FILE = "operating_point.json"
+DEFAULT_DECLINE = 0.1
+# Names no document is likely to hold, for a look-alike's swapped name.
+_STRANGERS = ("Quillmere", "Varnholt", "Ostrava-9", "Pellucid", "Dunmore")
+_NUMBER = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+_NAME = re.compile(r"(?<=\s)([A-Z][\w-]*[a-z][\w-]*)")
+
+
+def look_alike(question: str, seed: int = 0) -> str | None:
+    """``question`` with its first whole number changed (n -> 3n + 7), else its first name (a
+    capitalised word after the first) swapped for a stranger; None when it has neither.
+
+    ``"Can I carry over 40 hours of leave?"`` -> ``"Can I carry over 127 hours of leave?"``.
+    """
+    if _NUMBER.search(question):
+        return _NUMBER.sub(lambda m: str(3 * int(m.group(1)) + 7), question, count=1)
+    match = _NAME.search(question)
+    if match is None:
+        return None
+    return question[:match.start()] + _STRANGERS[seed % len(_STRANGERS)] + question[match.end():]
+
+
+@dataclass
+class OperatingPoint:
+    """A knowledge base's operating point and the rows that set it.
+
+    Attributes:
+        accept: the confidence below which an answer is declined, in [0, 1].
+        decline: the share of answerable drafts meant to fall below it.
+        answerable: drafts of the knowledge base's own questions.
+        look_alikes: drafts of their look-alikes.
+        look_alikes_declined: the share of look-alikes below ``accept`` (or declined as abstentions).
+    """
+
+    accept: float
+    decline: float
+    answerable: int
+    look_alikes: int
+    look_alikes_declined: float
+
+    def line(self) -> str:
+        return (f"operating point: accept {self.accept:.2f} declines {self.decline:.0%} of {self.answerable} of its "
+                f"own questions and {self.look_alikes_declined:.0%} of {self.look_alikes} look-alikes")
+
+
+def draft_confidence(crag, question: str) -> float:
+    """The confidence of CRAG's draft for ``question`` (retrieve, score, one generation), as
+    ``CRAG.forward`` computes it before deciding; 0.0 for an abstaining draft."""
+    trace = Trace()
+    passages = crag._set_aside(crag.knowledge_base.search(question, crag.k), trace)
+    grades = crag._evaluate(question, passages, trace, "evaluate")
+    return crag._write(question, crag._as_read(passages, grades), grades, trace, "draft").confidence
+
+
+def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DECLINE) -> OperatingPoint:
+    """The operating point from drafts of ``questions`` and of their look-alikes (one LM call each).
+
+    Raises:
+        ValueError: ``decline`` outside [0, 1), or no question.
+    """
+    if not 0.0 <= decline < 1.0:
+        raise ValueError(f"decline must be in [0, 1), got {decline}")
+    if not questions:
+        raise ValueError("no question to set the operating point from")
+    own = [draft_confidence(crag, q) for q in questions]
+    twins = [t for i, q in enumerate(questions) if (t := look_alike(q, i)) is not None]
+    others = [draft_confidence(crag, t) for t in twins]
+    accept = round(float(np.quantile(own, decline)), 4)
+    declined = sum(c < accept or c == 0.0 for c in others) / len(others) if others else 0.0
+    return OperatingPoint(accept, decline, len(own), len(others), round(declined, 4))
+
+
+def save_operating_point(point: OperatingPoint, directory: str | Path) -> Path:
+    """Write ``point`` as ``directory/operating_point.json`` (atomically); its path."""
+    path = Path(directory) / OPERATING_POINT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(asdict(point), indent=2) + "\n")
+    return path
