@@ -83,7 +83,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     Returns:
         ``n``, ``errors``, ``accuracy`` (errors count as wrong), ``actions`` (counts, or None
         without an evaluator), ``correction_rate`` (graded questions routed to incorrect or
-        ambiguous), ``escalation_rate`` (graded questions whose CORRECT route fell through to
+        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded questions whose CORRECT route fell through to
         the web), ``fallback_rate``, ``abstention_answerable`` / ``abstention_unanswerable``
         (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
         claims of non-abstaining answers fully / partially supported; None without claims),

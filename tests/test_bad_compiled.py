@@ -88,6 +88,19 @@ def corrupt_judges(f):
     (f / "judges.json").write_text("{not json")
 
 
+# confidence.json (python -m optimize.train_confidence): the answer-confidence model and its operating point
+def corrupt_confidence(f):
+    (f / "confidence.json").write_text('{"model": {"weights": ')
+
+
+def accept_out_of_range(f):
+    (f / "confidence.json").write_text(json.dumps({"model": {"weights": {"support": 1.0}, "bias": -1.0}, "accept": 1.5}))
+
+
+def confidence_weight_not_a_number(f):
+    (f / "confidence.json").write_text(json.dumps({"model": {"weights": {"support": "heavy"}}, "accept": 0.3}))
+
+
 REFUSED = {
     "corrupt state JSON": (corrupt_state, r"{f}/crag\.json is not valid JSON: Expecting value at line 1 column 32"),
     "corrupt manifest JSON": (corrupt_manifest, r"{f}/manifest\.json is not valid JSON: Expecting value at line 1 column 30"),
@@ -108,6 +121,12 @@ REFUSED = {
     "predictor state not an object": (predictor_state_not_an_object,
                                       r"{f}/crag\.json: the state of evaluator\.grade is not a predictor's state"),
     "corrupt judges.json": (corrupt_judges, r".*{f}/judges\.json.*"),
+    "corrupt confidence.json": (corrupt_confidence, r"{f}/confidence\.json is not valid JSON: Expecting value at line 1 "
+                                                    r"column 23"),
+    "accept out of range": (accept_out_of_range, r"{f}/confidence\.json: 'accept' must be a number in \[0, 1\], got 1\.5"),
+    "confidence weight not a number": (confidence_weight_not_a_number,
+                                       r"{f}/confidence\.json: confidence model: weights and bias must be numbers "
+                                       r"\(could not convert string to float: 'heavy'\)"),
 }
 
 

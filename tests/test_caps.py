@@ -12,7 +12,7 @@ from program.guards.caps import QuestionCaps, apply_caps
 from program.judges.instruction import embed
 from program.stages.crag import CRAG
 from program.types import FALLBACK_ANSWER
-from signatures import GenerateAnswer, GradeRetrieval
+from signatures import GenerateAnswer
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 QUESTION = "Who founded Acme Rockets?"
@@ -50,11 +50,13 @@ def test_ask_refuses_a_bad_cap_in_one_line(monkeypatch, capsys):
 
 
 def test_the_time_cap_stops_the_question_before_its_next_step(fake_lm):
-    def slow_irrelevant(inputs):
-        time.sleep(0.5)
-        return {"same_entity": False, "answers_question": False, "outdated": False}
+    """The draft is the route's first LM call (passages are scored without one): a draft that
+    outlasts the cap is let finish, and the question stops before the next step ('decide')."""
+    def slow_draft(inputs):
+        time.sleep(1.4)
+        return {"answer": "I don't know."}
 
-    fake_lm.rules[GradeRetrieval] = slow_irrelevant
+    fake_lm.rules[GenerateAnswer] = slow_draft
     program = crag(["a", "b", "c"], seconds=1.2)
     embed(["warm up"])  # the set-aside's embedder loads once per process (tens of seconds when the CPU is busy)
     started = time.monotonic()
@@ -62,8 +64,9 @@ def test_the_time_cap_stops_the_question_before_its_next_step(fake_lm):
     assert time.monotonic() - started < 1.2 + 0.5 + 0.3  # at most the call under way when time ran out
     assert result.fallback and result.answer == FALLBACK_ANSWER
     (hit,) = result.trace.caps_hit
-    assert hit["cap"] == "seconds" and hit["limit"] == 1.2 and hit["detail"].startswith("reached before")
-    assert fake_lm.calls["RewriteQuery"] == 0  # the correction never started
+    assert hit == {"cap": "seconds", "limit": 1.2, "detail": "reached before the 'decide' step"}
+    assert [s.step for s in result.trace.steps] == ["retrieve", "evaluate", "draft"]
+    assert dict(fake_lm.calls) == {"GenerateAnswer": 1}  # the correction (RewriteQuery) never started
     assert any(e.startswith("stopped: seconds cap of 1.2 reached") for e in result.trace.events)
 
 
@@ -87,22 +90,45 @@ def test_a_hanging_served_model_is_cut_at_the_time_cap(monkeypatch):
 
 
 def test_the_token_cap_stops_the_question(fake_lm):
+    """The draft (the first LM call) spends more than 50 tokens: the question stops before the
+    next step, with the fallback instead of the draft's answer."""
     result = crag(tokens=50)(question=QUESTION)
-    assert result.fallback and fake_lm.calls["GenerateAnswer"] == 0
-    assert result.trace.caps_hit[0]["cap"] == "tokens" and "tokens spent" in result.trace.caps_hit[0]["detail"]
+    assert result.fallback and result.answer == FALLBACK_ANSWER
+    assert dict(fake_lm.calls) == {"GenerateAnswer": 1}
+    (hit,) = result.trace.caps_hit
+    spent = result.trace.prompt_tokens + result.trace.completion_tokens
+    assert spent > 50
+    assert hit == {"cap": "tokens", "limit": 50,
+                   "detail": f"reached before the 'decide' step ({spent} tokens spent)"}
 
 
 def test_the_lm_call_cap_stops_the_question(fake_lm):
+    """One call allowed: the draft is made, and the question stops before deciding on it."""
     result = crag(lm_calls=1)(question=QUESTION)
-    assert result.fallback and sum(fake_lm.calls.values()) == 1
+    assert result.fallback and sum(fake_lm.calls.values()) == 1 == fake_lm.calls["GenerateAnswer"]
     assert result.trace.caps_hit == [{"cap": "lm_calls", "limit": 1,
-                                      "detail": "reached before the 'refine-internal' step (1 calls made)"}]
+                                      "detail": "reached before the 'decide' step (1 calls made)"}]
 
 
 def test_the_strip_cap_keeps_the_best_and_says_so(fake_lm):
-    result = crag([MANY], strips=2)(question=QUESTION)
-    assert len(result.strips) == 2
+    """Only web pages are refined into strips now (knowledge-base passages are read whole): an
+    off-topic knowledge base makes the draft abstain, the correction finds a page of four
+    relevant sentences and the strip cap keeps the best two."""
+    from tests.conftest import FakeWeb
+
+    web = FakeWeb([("https://example.org/acme", MANY)])
+    result = crag(["Nothing about rockets here."], web=web, strips=2)(question=QUESTION)
+    assert result.action.value == "incorrect" and fake_lm.calls["StripRelevance"] == 4
+    assert [s.url for s in result.strips] == ["https://example.org/acme"] * 2
     assert {"cap": "strips", "limit": 2, "detail": "kept the best 2 of 4 strips above 0.5"} in result.trace.caps_hit
+
+
+def test_the_strip_cap_does_not_cut_knowledge_base_passages(fake_lm):
+    """A knowledge-base passage is one context entry, read whole as plain RAG reads it: the strip
+    cap (a cap on refined strips) neither splits nor trims it."""
+    result = crag([MANY], strips=2)(question=QUESTION)
+    assert [(s.source_id, s.text) for s in result.strips] == [("doc0#0", MANY)]
+    assert fake_lm.calls["StripRelevance"] == 0 and result.trace.caps_hit == []
 
 
 def test_the_claim_cap_checks_the_first_claims_and_says_so(fake_lm):
@@ -123,8 +149,9 @@ def test_the_web_page_cap_keeps_the_first_hits_and_says_so(fake_lm):
             return [SearchHit(url=f"https://example.org/{n}", title=f"p{n}", snippet="", content=FOUNDING)
                     for n in range(5)]
 
-    fake_lm.rules[GradeRetrieval] = lambda i: {"same_entity": False, "answers_question": False, "outdated": False}
+    # the draft abstains on an off-topic passage, so the correction searches the web
     result = crag(["Nothing about rockets here."], web=Generous(), web_pages=2)(question=QUESTION)
+    assert result.draft == "I don't know." and fake_lm.calls["GradeRetrieval"] == 0
     assert len(result.trace.web[0]["passages"]) == 2
     assert {"cap": "web_pages", "limit": 2, "detail": "kept the first 2 of 5 in-scope hits"} in result.trace.caps_hit
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from program.app.cli import main
@@ -68,10 +70,37 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none",
                  "--trace-jsonl", str(trace)]) == 0
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert [e["event"] for e in events] == ["question", "retrieved", "graded", "action", "strips", "answer", "claims",
+    # the draft (the first answer) comes before the action decided on it; the passages are read
+    # whole (no strip filter on the knowledge base), and the claim check needs no LM call here
+    assert [e["event"] for e in events] == ["question", "retrieved", "graded", "answer", "action", "claims",
                                             "answer", "result"]
+    action = next(e for e in events if e["event"] == "action")
+    assert (action["action"], action["accept"], action["lower"]) == ("correct", 0.5, 0.2) and "upper" not in action
+    assert action["reasons"][0].startswith("the draft holds up: confidence ")
+    assert action["confidence"] == events[-1]["result"]["confidence"] >= 0.5
     assert events[-1]["result"]["answer"] == "Acme Rockets was founded by Jane Roe [1]."
-    assert all(e["time"].endswith("+00:00") for e in events) and events[-1]["lm_calls"] == 3
+    assert all(e["time"].endswith("+00:00") for e in events) and events[-1]["lm_calls"] == 1
+
+
+def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
+    """An answer below the operating point is declined: the fallback is the answer, and the CLI
+    shows what was declined beside the confidence."""
+    import signatures
+    from program.types import FALLBACK_ANSWER
+    from tests.conftest import ListKnowledgeBase
+
+    # words found in no passage: the draft is incorrect; the correction finds nothing new (no web)
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base",
+                        lambda *a: ListKnowledgeBase(["The Danube flows through ten countries."]))
+    monkeypatch.setattr("program.app.resources.embedder", lambda: None)
+    assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == FALLBACK_ANSWER
+    assert re.fullmatch(r"action: incorrect  confidence: 0\.\d\d  fallback: True", lines[2])
+    assert float(lines[2].split()[3]) < 0.5
+    assert lines[3] == "declined (below the operating point): Acme Rockets was founded by Elon Musk [1]."
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,4 +1,4 @@
-"""Saving and loading the compiled program: prompts, demos and thresholds survive the round trip."""
+"""Saving and loading the compiled program: prompts, demos, thresholds and the confidence model survive the round trip."""
 
 from __future__ import annotations
 
@@ -72,3 +72,36 @@ def test_a_state_compiled_for_another_signature_is_not_loaded_into_the_new_one(t
     assert list(loaded.refiner.grade.signature.output_fields) == ["answer_span"]
     assert len(loaded.evaluator.grade.demos) == 1  # the other predictors still load
     assert loaded(question="Who founded Acme Rockets?").answer.startswith("Acme Rockets was founded by Jane Roe")
+
+
+def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_lm):
+    """``confidence.json`` (python -m optimize.train_confidence) sets the answer-confidence model and
+    ``accept``; the operating point ``program index`` saved for this knowledge base wins over its
+    ``accept``, and an ``accept`` given to ``load_compiled`` wins over both. Without the file: the
+    default weights and ``DEFAULT_ACCEPT``."""
+    from program.judges.operating_point import OPERATING_POINT_FILE
+    from program.judges.store import corpus_key
+    from program.stages.crag import DEFAULT_ACCEPT
+    from program.stages.draft import DEFAULT_BIAS, DEFAULT_WEIGHTS
+
+    save_compiled(CRAG(knowledge_base=None), {"lm": "fake"}, tmp_path)
+    kb = ListKnowledgeBase([FOUNDING])
+    kb.manifest = {"files": {"acme.md": "c0ffee"}}
+    plain = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
+    assert (plain.confidence.weights, plain.confidence.bias, plain.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
+
+    model = {"weights": {"question_coverage": 10.0}, "bias": -9.0, "source": "test rows"}
+    (tmp_path / "confidence.json").write_text(json.dumps({"model": model, "accept": 0.3}))
+    loaded = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
+    assert loaded.confidence.to_dict() == model and loaded.accept == 0.3
+    result = loaded(question="Who founded Acme Rockets?")
+    assert result.confidence == 0.7311  # sigmoid(10 * 1.0 - 9): the cited passage holds the whole question
+
+    point = tmp_path / "adapted" / corpus_key(kb) / OPERATING_POINT_FILE
+    point.parent.mkdir(parents=True)
+    point.write_text(json.dumps({"accept": 0.8}))
+    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None).accept == 0.8
+    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None, accept=0.1).accept == 0.1
+    # at 0.8 the same answer (0.73) is declined
+    declined = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)(question="Who founded Acme Rockets?")
+    assert declined.fallback and declined.declined == "Acme Rockets was founded by Jane Roe [1]."

@@ -125,13 +125,29 @@ def test_stricter_retry_that_fixes_the_answer_keeps_it(fake_lm):
 def test_fallback_when_no_claim_survives(fake_lm):
     import signatures
 
-    wrong = {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    # its words stand in the passage (so the draft holds up), but the year contradicts it
+    wrong = {"answer": "Acme Rockets was founded by Jane Roe in 2005 [1]."}
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: wrong
     fake_lm.rules[signatures.GenerateStrictAnswer] = lambda i: wrong
     result, _ = run([FOUNDING], accept=0.0)
+    assert result.action is Action.CORRECT and result.retried
     assert result.fallback and result.answer == FALLBACK_ANSWER
     assert result.citations == []
     assert "no supported claim: honest fallback" in result.trace.events
+
+
+def test_a_confident_draft_whose_words_its_passage_lacks_does_not_hold_up(fake_lm):
+    import signatures
+
+    # the bug: with no token probabilities a draft naming someone the passage never mentions
+    # scored at the operating point and was the answer; its own words are not in its source
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    result, web = run([FOUNDING], web_pages=(), accept=0.0, self_check=False)
+    assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
+    assert result.declined == "Acme Rockets was founded by Elon Musk [1]." and result.draft_checks["support"] == 0.0
+    assert any("but" in e and "its own words are not in the cited passages (support 0.00)" in e
+               for e in result.trace.events)
+    assert result.trace.events[-1] == "declined: support 0.00: its own words are not in its passage; honest fallback"
 
 
 def test_fallback_when_web_fails_and_nothing_internal(fake_lm):
@@ -170,11 +186,11 @@ def test_trace_counts_calls_when_the_lm_history_is_full(fake_lm):
 def test_crag_mode_without_self_check_keeps_the_answer_as_generated(fake_lm):
     import signatures
 
-    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Jane Roe in 2005 [1]."}
     result, _ = run([FOUNDING], self_check=False, accept=0.0)
     assert result.mode == "crag" and result.action is Action.CORRECT
-    # no claim check, so the sentence stays; its marker does not: the strip names Jane Roe
-    assert result.answer == "Acme Rockets was founded by Elon Musk."
+    # no claim check, so the sentence stays; its marker does not: the strip says 1999
+    assert result.answer == "Acme Rockets was founded by Jane Roe in 2005."
     assert result.claims == [] and not result.retried and not result.fallback
     assert [(s.supported, s.by) for s in result.sentences] == [(False, "none")] and result.citations == []
     assert fake_lm.calls["CheckClaimSupport"] == 0 and fake_lm.calls["GenerateStrictAnswer"] == 0

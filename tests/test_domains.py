@@ -117,4 +117,9 @@ def test_one_query_of_each_domain_runs_through_the_program(name, fake_lm, tmp_pa
     assert [(r["mode"], r["id"]) for r in rows] == [("rag", first["id"]), ("crag", first["id"])]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["set"] == name and summary["web"] == "none"
-    assert rows[1]["action"] in ("correct", "ambiguous", "incorrect")
+    # the fake reader knows only Acme Rockets: rag and crag's draft say "I don't know.", so crag
+    # takes the correction (no web for a labeled domain) and declines; no passage is graded by the LM
+    assert rows[0]["answer"] == rows[1]["draft"] == "I don't know."
+    assert (rows[1]["action"], rows[1]["fallback"], rows[1]["draft_correct"]) == \
+        ("incorrect", "True", str(not first["answerable"]))
+    assert fake_lm.calls["GradeRetrieval"] == 0 and fake_lm.calls["RewriteQuery"] == 1

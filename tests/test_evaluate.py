@@ -81,10 +81,12 @@ def test_median():
 
 
 def _result(question: str, answer: str, action: Action | None, fallback: bool = False,
-            calls: int = 1, pt: int = 100, ct: int = 10) -> CRAGResult:
+            calls: int = 1, pt: int = 100, ct: int = 10, confidence: float = 0.5, draft: str = "",
+            declined: str = "") -> CRAGResult:
     trace = Trace(steps=[StepCost("generate", lm_calls=calls, prompt_tokens=pt, completion_tokens=ct, seconds=0.1)])
-    return CRAGResult(question=question, answer=answer, action=action, confidence=0.5,
-                      fallback=fallback, trace=trace)
+    return CRAGResult(question=question, answer=answer, action=action, confidence=confidence,
+                      fallback=fallback, trace=trace, draft=draft, declined=declined,
+                      draft_checks={"support": 1.0} if draft else {})
 
 
 @pytest.fixture
@@ -103,16 +105,23 @@ def fake_program(monkeypatch):
             if question == q3:
                 raise RuntimeError("boom")
             crag = self.mode == "crag"
+            # crag's answers carry the reader's draft and a confidence (closed's: neither)
             if question == q0:  # right, upper-cased gold inside a sentence
-                return _result(question, f"It is {gold[q0].upper()}.", Action.CORRECT if crag else None, calls=3)
+                answer = f"It is {gold[q0].upper()}."
+                return _result(question, answer, Action.CORRECT if crag else None, calls=3,
+                               confidence=0.9 if crag else 0.0, draft=answer if crag else "")
             if question == q1:  # wrong
-                return _result(question, "Nobody knows zzz", Action.INCORRECT if crag else None, calls=5, pt=300)
-            # q2: fallback
+                return _result(question, "Nobody knows zzz", Action.INCORRECT if crag else None, calls=5, pt=300,
+                               confidence=0.6 if crag else 0.0, draft="Nobody knows zzz" if crag else "")
+            # q2: fallback; crag declined a right answer (below its operating point)
+            right = f"It is {gold[q2]}."
             return _result(question, "I don't have reliable information on this.",
-                           Action.AMBIGUOUS if crag else None, fallback=crag, calls=7, pt=500, ct=20)
+                           Action.AMBIGUOUS if crag else None, fallback=crag, calls=7, pt=500, ct=20,
+                           confidence=0.3 if crag else 0.0, draft=right if crag else "", declined=right if crag else "")
 
-    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None, decide_retrieval=False, web="snapshot"):
-        built.append((mode, compiled_dir))
+    def build_program(mode, *, compiled_dir="compiled", knowledge_base=None, decide_retrieval=False, web="snapshot",
+                      **settings):
+        built.append((mode, compiled_dir, *sorted(settings.items())) if settings else (mode, compiled_dir))
         return FakeProgram(mode)
 
     configured: list = []
@@ -149,6 +158,12 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     assert [r["prompt_tokens"] for r in crag] == ["100", "300", "500", ""]
     assert [r["error"] for r in crag] == ["", "", "", "RuntimeError: boom"]
     assert [r["action"] for r in rows[:4]] == ["", "", "", ""]
+    # the draft columns: crag's drafts as written (q2's was right, and declined), none for closed
+    assert [r["draft_correct"] for r in crag] == ["True", "False", "True", ""]
+    assert [r["candidate_correct"] for r in crag] == ["True", "False", "True", ""]  # q2: the declined answer
+    assert json.loads(crag[0]["draft_checks"]) == {"support": 1.0} and crag[3]["draft_checks"] == ""
+    assert [(r["draft"], r["draft_correct"], r["candidate_correct"]) for r in rows[:4]] == \
+        [("", "", "True"), ("", "", "False"), ("", "", "False"), ("", "", "")]
     assert rows[0]["relation"] == fake_program.qs[0]["relation"]
     assert json.loads(rows[0]["gold"]) == fake_program.qs[0]["possible_answers"]
 
@@ -162,6 +177,16 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     assert k["median_lm_calls"] == 5.0
     assert k["median_tokens"] == 310.0  # 110, 310, 520
     assert c["fallback_rate"] == 0.0
+    # selective answering: right +1, "I don't know" (q2's fallback) 0, wrong -1 (q1, and the error q3)
+    assert (k["truthfulness"], k["answerable_right"], k["unanswerable_declined"]) == (-25.0, 1, 0)
+    # the confidence ranks right q0 (0.9) above wrong q1 (0.6), and q1 above right q2 (0.3): 1 of 2 pairs
+    assert k["confidence_auroc"] == 0.5
+    assert k["risk_coverage"] == {"100": 66.7, "90": 66.7, "80": 50.0, "70": 50.0}
+    # the drafts as answers: q0 and q2 right, q1 wrong
+    assert k["draft"] == {"n": 3, "accuracy": 66.7, "truthfulness": 33.3, "answerable_right": 2,
+                          "unanswerable_declined": 0}
+    # closed: q0 right, q1 wrong, q2 the fallback's text (0), the error q3 wrong; no confidence to rank
+    assert (c["truthfulness"], c["confidence_auroc"], c["risk_coverage"], c["draft"]) == (-25.0, None, None, None)
 
     printed = capsys.readouterr().out
     assert "| crag | 4 | 1 | 25 % | 1/1/1 |" in printed
@@ -170,6 +195,19 @@ def test_evaluate_main_end_to_end(fake_program, tmp_path, capsys):
     by = k["accuracy_by_relation"]
     assert sorted(by.values()) == [0.0, 0.0, 0.0, 100.0] and by == c["accuracy_by_relation"]
     assert "accuracy by relation / category:" in printed
+
+
+def test_evaluate_passes_the_operating_point_to_every_mode(fake_program, tmp_path, capsys):
+    """``--accept`` sets crag's operating point (0 accepts every draft: the confidence model's rows);
+    a value outside [0, 1] is refused before anything is built."""
+    code = evaluate.main(["--set", "popqa", "--limit", "4", "--modes", "closed,crag", "--accept", "0",
+                          "--out", str(tmp_path / "rows"), "--compiled", "none"])
+    assert code == 0
+    assert fake_program.built == [("closed", None, ("accept", 0.0)), ("crag", None, ("accept", 0.0))]
+    with pytest.raises(SystemExit) as exc:
+        evaluate.main(["--set", "popqa", "--accept", "1.5", "--out", str(tmp_path / "bad")])
+    assert exc.value.code == 2 and "--accept must be in [0, 1], got 1.5" in capsys.readouterr().err
+    assert len(fake_program.built) == 2
 
 
 def test_evaluate_popqa_split(fake_program, tmp_path, capsys):

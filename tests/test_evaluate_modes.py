@@ -1,8 +1,11 @@
 """``python -m optimize.evaluate`` over the real modes (closed, rag, crag, self-crag) on the fake LM.
 
-Four labeled adversarial-style rows, each with its own passages and web pages, so that the
-evaluator routes them to every action and the figures of the summary can be worked out by
-hand: accuracy, groundedness, correction rate, the confusion matrix, abstention, p90, steps.
+Four labeled adversarial-style rows, each with its own passages and web pages, so that crag
+routes them to every action and the figures of the summary can be worked out by hand: accuracy,
+groundedness, correction rate, the confusion matrix, abstention, the drafts, truthfulness, p90,
+steps. crag scores its drafts with ``COVERAGE_ONLY`` (as tests/test_crag.py does): an answer is
+accepted when the passages it cites hold every content word of the question, so that the
+routing does not hang on the default weights (the fake LM's token probability is always 1).
 """
 
 from __future__ import annotations
@@ -18,14 +21,19 @@ from optimize.metrics import percentile
 from optimize.report import read_results, summarize
 from program.stages.baselines import ClosedBook, VanillaRAG
 from program.stages.crag import CRAG
+from program.stages.draft import ConfidenceModel
 from program.types import Passage
 from signatures import AnswerClosedBook, GenerateAnswer, RewriteQuery
 from tests.conftest import FOUNDING, generate
+from tests.fake_lm import parse_list
 
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
 PAGE = "Rockets are fun to watch on a clear night. " + FOUNDING
-Q1, Q2, Q3, Q4 = ("Who founded Acme Rockets?", "Who started Acme?", "Where is Acme based?",
+Q1, Q2, Q3, Q4 = ("Who founded Acme Rockets?", "Who founded Acme?", "Where is Acme based?",
                   "What is Acme's stock ticker?")
+# confidence sigmoid(10 * question coverage - 9): 0.73 when the cited passages hold the whole
+# question, 0.02 when they hold half of it ("based" is in no passage of q3)
+COVERAGE_ONLY = ConfidenceModel(weights={"question_coverage": 10.0}, bias=-9.0)
 ROWS = [  # expected actions: q3 is labeled correct but routes ambiguous (one confusion)
     {"id": "q1", "question": Q1, "expected_action": "correct", "answerable": True, "gold_answers": ["Jane Roe"]},
     {"id": "q2", "question": Q2, "expected_action": "incorrect", "answerable": True, "gold_answers": ["Jane Roe"]},
@@ -58,7 +66,12 @@ class QuestionWeb:
 
 
 def generate_with_invention(inputs):
-    """The default generator, plus an unsupported sentence for Q2 (the strict retry drops it)."""
+    """The default generator, plus an unsupported sentence for Q2 (the strict retry drops it), and
+    for Q3 the Ohio passage's answer (right, but it does not say "based": crag's draft is unsure)."""
+    if inputs["question"] == Q3:
+        for i, strip in enumerate(parse_list(inputs["context"]), 1):
+            if "in Ohio" in strip:
+                return {"answer": f"Acme Rockets builds rockets in Ohio [{i}]."}
     out = generate(inputs)
     if inputs["question"] == Q2 and "Jane Roe" in out["answer"]:
         out["answer"] += " It was founded on Mars [1]."
@@ -89,7 +102,7 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
         if mode == "rag":
             return counting(VanillaRAG(QuestionKB(), k=2), mode)
         return counting(CRAG(QuestionKB(), web=QuestionWeb(), k=2, self_check=mode == "self-crag",
-                             decide_retrieval=decide_retrieval), mode)
+                             decide_retrieval=decide_retrieval, confidence=COVERAGE_ONLY), mode)
 
     monkeypatch.setattr("program.app.factory.build_program", build_program)
     monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
@@ -116,12 +129,13 @@ def test_all_modes_figures(run_eval, capsys):
     assert {"set", "split", "model", "groundedness", "threads", "resume", "skipped", "n_questions", "csv",
             "steps_csv", "plot", "modes"} <= set(s)
     closed, rag, crag, self_crag = (s["modes"][m] for m in ("closed", "rag", "crag", "self-crag"))
-
-    # accuracy: closed says "Jane Roe" to everything; rag finds the founder only in q1's passages
-    # and says "I don't know." to the others, which is right for the unanswerable q4;
-    # crag answers q1-q3 with Jane Roe (q3 asked for Ohio) and abstains on the unanswerable q4.
-    assert (closed["accuracy"], rag["accuracy"], crag["accuracy"], self_crag["accuracy"]) == (50.0, 50.0, 75.0, 75.0)
-    # routing: q1 correct, q2 incorrect, q3 ambiguous, q4 incorrect
+    # accuracy: closed says "Jane Roe" to everything; rag reads q1's founder and q3's Ohio and says
+    # "I don't know." to q2 (wrong) and to the unanswerable q4 (right); crag answers q1 and q2
+    # (from the web) with Jane Roe, declines q3 (its Ohio answer is too unsure, see below) and
+    # abstains on the unanswerable q4.
+    assert (closed["accuracy"], rag["accuracy"], crag["accuracy"], self_crag["accuracy"]) == (50.0, 75.0, 75.0, 75.0)
+    # routing: q1's draft cites a passage holding the whole question (correct); q2's and q4's
+    # drafts abstain (incorrect); q3's draft stands in its passage but leaves "based" out (ambiguous)
     assert crag["actions"] == {"correct": 1, "ambiguous": 1, "incorrect": 2}
     assert crag["correction_rate"] == 75.0 and rag["correction_rate"] is None
     assert crag["action_accuracy"] == 75.0
@@ -129,23 +143,40 @@ def test_all_modes_figures(run_eval, capsys):
                                  "ambiguous": {"correct": 0, "ambiguous": 0, "incorrect": 0},
                                  "incorrect": {"correct": 0, "ambiguous": 0, "incorrect": 2}}
     assert rag["confusion"] is None
-    # abstention: crag's fallback on q4; rag's "I don't know." on q2, q3 and q4
-    assert (crag["abstention_answerable"], crag["abstention_unanswerable"]) == (0.0, 100.0)
-    assert (rag["abstention_answerable"], rag["abstention_unanswerable"]) == (66.7, 100.0)
-    # groundedness: crag q2 carries an invented claim (3 of 4 claims fully supported), checked post hoc;
-    # self-crag's retry dropped it; rag's "I don't know." answers have no claims; closed has no strips.
-    assert (crag["groundedness"], crag["claims_checked"], crag["grounded_by"]) == (75.0, 4, "post-hoc")
+    assert crag["escalation_rate"] == 0.0 and crag["fallback_rate"] == 50.0  # q3 declined, q4 nothing found
+    # abstention: crag's fallback on the answerable q3 and the unanswerable q4; rag's "I don't know." on q2 and q4
+    assert (crag["abstention_answerable"], crag["abstention_unanswerable"]) == (33.3, 100.0)
+    assert (rag["abstention_answerable"], rag["abstention_unanswerable"]) == (33.3, 100.0)
+    # groundedness: crag q2 carries an invented claim (2 of 3 claims fully supported), checked post hoc;
+    # self-crag's retry dropped it; rag's q1 and q3 answers hold; closed has no strips.
+    assert (crag["groundedness"], crag["claims_checked"], crag["grounded_by"]) == (66.7, 3, "post-hoc")
     assert crag["groundedness_partial"] == 0.0
-    assert (self_crag["groundedness"], self_crag["claims_checked"], self_crag["grounded_by"]) == (100.0, 3, "self-check")
-    assert (rag["groundedness"], rag["claims_checked"]) == (100.0, 1)
+    assert (self_crag["groundedness"], self_crag["claims_checked"], self_crag["grounded_by"]) == (100.0, 2, "self-check")
+    assert (rag["groundedness"], rag["claims_checked"]) == (100.0, 2)
     assert closed["groundedness"] is None and closed["grounded_by"] is None
     assert crag["check_lm_calls"] == 2  # q2: ExtractClaims + CheckClaimSupport for the invented claim
     assert self_crag["check_lm_calls"] is None
     # citations (ALCE): every stated answer cites; crag's q2 invented sentence cites nothing
-    assert (crag["cited_share"], crag["citation_recall"], crag["citation_precision"]) == (100.0, 83.3, 100.0)
+    assert (crag["cited_share"], crag["citation_recall"], crag["citation_precision"]) == (100.0, 75.0, 100.0)
     assert (self_crag["cited_share"], self_crag["citation_recall"], self_crag["citation_precision"]) == \
         (100.0, 100.0, 100.0)
     assert closed["cited_share"] is None and closed["citation_recall"] is None
+    # selective answering: right +1, "I don't know" 0, wrong -1. closed: 2 right, 2 wrong; rag and
+    # crag: 3 right and one "I don't know" on an answerable question (rag's q2, crag's q3).
+    assert (closed["truthfulness"], rag["truthfulness"], crag["truthfulness"], self_crag["truthfulness"]) == \
+        (0.0, 75.0, 75.0, 75.0)
+    assert (crag["answerable_right"], crag["unanswerable_declined"]) == (2, 1)
+    # rag's confidence ranks its right q1, q3 (> 0) and q4 (0, an abstention) above its wrong q2 (0):
+    # 2.5 of 3 pairs; answering only its most confident 80 % (q1, q3, then q2 first of the ties) leaves 2 of 3 right
+    assert rag["confidence_auroc"] == 0.8333
+    assert rag["risk_coverage"] == {"100": 75.0, "90": 75.0, "80": 66.7, "70": 66.7}
+    # every answer crag's confidence speaks for was right (q3's declined Ohio answer too): nothing to rank
+    assert crag["confidence_auroc"] is None and closed["confidence_auroc"] is None
+    assert crag["risk_coverage"] == {"100": 100.0, "90": 100.0, "80": 100.0, "70": 100.0}
+    # the drafts are rag's answers: the same three right, q2's "I don't know." the fourth
+    assert crag["draft"] == self_crag["draft"] == {"n": 4, "accuracy": 75.0, "truthfulness": 75.0,
+                                                   "answerable_right": 2, "unanswerable_declined": 1}
+    assert rag["draft"] is None and closed["draft"] is None
 
     rows = _csv(out / "results.csv")
     by = {(r["mode"], r["id"]): r for r in rows}
@@ -156,8 +187,21 @@ def test_all_modes_figures(run_eval, capsys):
     number, source, text = json.loads(by[("self-crag", "q2")]["citations"])[0]
     assert number == 1 and "Jane Roe" in text  # the strip a reader checks the citation against
     assert by[("crag", "q2")]["unsupported_sentences"] == "1" and by[("crag", "q4")]["citations"] == ""
+    # the draft columns: q2's draft abstained (wrong) and the corrected answer was right; q3's right
+    # draft was declined, its confidence that of the answer declined
+    q2, q3 = by[("crag", "q2")], by[("crag", "q3")]
+    assert (q2["draft"], q2["draft_correct"], q2["candidate_correct"], q2["correct"]) == \
+        ("I don't know.", "False", "True", "True")
+    assert (q3["draft"], q3["draft_correct"], q3["candidate_correct"], q3["correct"]) == \
+        ("Acme Rockets builds rockets in Ohio [1].", "True", "True", "False")
+    assert (q3["action"], q3["fallback"], q3["confidence"]) == ("ambiguous", "True", "0.018")
+    checks = json.loads(q3["draft_checks"])
+    assert (checks["support"], checks["premise"], checks["question_coverage"], checks["abstained"]) == (1.0, 1.0, 0.5, False)
+    assert by[("rag", "q3")]["draft"] == "" and by[("rag", "q3")]["answer"] == q3["draft"]
     # the post-hoc check is outside the mode's cost: crag's q2 costs what self-crag's does before its check
     crag_calls = [int(by[("crag", q)]["lm_calls"]) for q in ("q1", "q2", "q3", "q4")]
+    # q1 the draft; q2, q3 draft, rewrite, a strip grade per page sentence (2), the answer again; q4 draft, rewrite
+    assert crag_calls == [1, 5, 5, 2]
     assert crag["median_lm_calls"] == float(np.median(crag_calls))
     assert crag["p90_lm_calls"] == pytest.approx(float(np.percentile(crag_calls, 90)))
     assert closed["median_lm_calls"] == 1 and closed["p90_lm_calls"] == 1
@@ -169,23 +213,28 @@ def test_all_modes_figures(run_eval, capsys):
         assert sum(int(x["lm_calls"]) for x in mine) == int(r["lm_calls"])
         assert sum(int(x["prompt_tokens"]) for x in mine) == int(r["prompt_tokens"])
     assert [x["step"] for x in steps if x["mode"] == "crag" and x["id"] == "q1"] == \
-        ["retrieve", "evaluate", "refine-internal", "generate", "cite"]
+        ["retrieve", "evaluate", "draft", "decide", "cite"]
     assert [x["step"] for x in steps if x["mode"] == "self-crag" and x["id"] == "q2"] == \
-        ["retrieve", "evaluate", "rewrite", "re-retrieve", "web-search", "refine-corrected", "generate", "self-check",
-         "generate-strict", "self-check-retry", "cite"]
-    ev = crag["steps"]["evaluate"]
-    # k=2, graded lazily: q1's first passage decides CORRECT; q4 has one passage
-    assert ev["ran"] == 4 and ev["mean_lm_calls"] == pytest.approx((1 + 2 + 2 + 1) / 4)
+        ["retrieve", "evaluate", "draft", "decide", "rewrite", "re-retrieve", "web-search", "evaluate-corrected",
+         "refine-corrected", "generate", "self-check", "generate-strict", "self-check-retry", "cite"]
+    # passages are scored without the LM: evaluating costs nothing; the draft is one call a question
+    ev, draft = crag["steps"]["evaluate"], crag["steps"]["draft"]
+    assert (ev["ran"], ev["mean_lm_calls"]) == (4, 0.0) and (draft["ran"], draft["mean_lm_calls"]) == (4, 1.0)
+    assert crag["steps"]["decide"]["mean_lm_calls"] == 0.0
     assert crag["steps"]["web-search"]["ran"] == 3
+    # q4's correction found nothing, so nothing was evaluated or written again
+    assert crag["steps"]["evaluate-corrected"]["ran"] == 2 and crag["steps"]["generate"]["ran"] == 2
     assert sum(c["mean_lm_calls"] for c in crag["steps"].values()) == pytest.approx(sum(crag_calls) / 4)
 
     png = out / "accuracy_vs_cost.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and s["plot"] == str(png)
+    assert (out / "risk_coverage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
     assert "| crag | 4 | 0 | 75 % | 1/1/2 | 75 % |" in printed
     assert "evaluator confusion, crag" in printed and "| correct | 1 | 1 | 0 |" in printed
     assert "| self-crag | generate-strict |" in printed
-
+    assert "| rag | 75 % | 75 | 2 | 1 | 0.8333 | 75 % | 75 % | 66.7 % | 66.7 % |" in printed
+    assert "| crag's draft (rag's call) | 75 % | 75 | 2 | 1 | - |" in printed
 
 GREETING = "Hi there!"
 CHAT_ROW = {"id": "q5", "question": GREETING, "expected_action": "incorrect", "answerable": True,
@@ -243,7 +292,7 @@ def test_groundedness_off_and_threads(run_eval):
     s1 = json.loads((one / "summary.json").read_text())
     s2 = json.loads((two / "summary.json").read_text())
     assert s1["modes"]["crag"]["groundedness"] is None and s1["modes"]["crag"]["check_lm_calls"] is None
-    assert s2["threads"] == 3 and s2["modes"]["crag"]["groundedness"] == 75.0
+    assert s2["threads"] == 3 and s2["modes"]["crag"]["groundedness"] == 66.7  # as one at a time (q2's invented claim)
     # each question's cost is its own even when questions run at once (one LM copy per question)
     key = lambda r: (r["mode"], r["id"])  # noqa: E731
     a = {key(r): (r["lm_calls"], r["prompt_tokens"], r["action"], r["answer"]) for r in _csv(one / "results.csv")}

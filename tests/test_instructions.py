@@ -1,4 +1,4 @@
-"""Sentences addressing the model are set aside before refinement; knowledge is not."""
+"""Sentences addressing the model are set aside before any judge or the reader reads them; knowledge is not."""
 
 from __future__ import annotations
 
@@ -81,11 +81,15 @@ def test_crag_sets_an_injection_aside_before_any_judge_reads_it_and_says_so(fake
     result = CRAG(ListKnowledgeBase([FOUNDING + " " + injection]), web=None)(question="Who founded Acme Rockets?")
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert all("BANANA" not in s.text for s in result.strips)
-    # set aside after retrieval, before the retrieval evaluator: the refiner finds nothing left to set aside
+    # set aside after retrieval, before the retrieval evaluator: reported once, and the draft (the
+    # one LM call) reads the passage whole without the injection
     assert [e for e in result.trace.events if "set aside" in e] == [
         f"doc0#0: set aside a sentence addressing the model: {injection!r}"]
-    refine = next(s for s in result.trace.steps if s.step == "refine-internal")
-    assert "set aside" not in refine.notes
+    assert [(s.source_id, s.text) for s in result.strips] == [("doc0#0", FOUNDING)]
+    assert [s.step for s in result.trace.steps][:3] == ["retrieve", "evaluate", "draft"]
+    assert dict(fake_lm.calls) == {"GenerateAnswer": 1}
+    (draft_call,) = fake_lm.history
+    assert FOUNDING in str(draft_call["messages"]) and "BANANA" not in str(draft_call["messages"])
 
 
 def test_the_stream_reports_what_was_set_aside_before_the_passages_are_graded(fake_lm):

@@ -96,22 +96,41 @@ def test_crag_on_trained_judges_makes_no_judging_call(fake_lm):
     assert result.action is Action.CORRECT
     assert [g.reason for g in result.grades] == ["relevant", "irrelevant"]
     assert result.grades[0].score == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-4)
-    assert [s.text for s in result.strips] == [FOUNDING]
+    # the passages are read whole, as plain RAG reads them (no strip filter on the knowledge base);
+    # the trained scores are evidence about the draft, not a gate on what it reads
+    assert [s.text for s in result.strips] == [FOUNDING + " It builds small sounding rockets for university teams.",
+                                               OFF_TOPIC]
+    assert result.draft_checks["passage_score"] == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-4)
     assert [(c.support, c.kept) for c in result.claims] == [("fully", True)]
-    # the evaluator, the strip filter and the support check cost no LM call: only the answer does
+    # the evaluator and the support check cost no LM call: only the draft does
     assert dict(fake_lm.calls) == {"GenerateAnswer": 1}
     assert result.trace.lm_calls == 1
 
 
 def test_cascade_asks_the_lm_only_inside_the_band(fake_lm):
+    """The evaluator's cascade asks GradeRetrieval only for a trained score inside its band."""
+    from program.stages.evaluator import RetrievalEvaluator
+
     judges = toy_judges(passage="cascade", strip="trained", support="trained")
+    passages = ListKnowledgeBase([FOUNDING, OFF_TOPIC]).passages
     judges.choices["passage"] = JudgeChoice("cascade", (0.96, 1.0))  # the scores are 0.953 and 0.047: outside
-    CRAG(ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=FakeWeb([]), judges=judges)(question=Q)
+    RetrievalEvaluator(judges=judges)(question=Q, passages=passages)
     assert fake_lm.calls["GradeRetrieval"] == 0
     judges.choices["passage"] = JudgeChoice("cascade", (0.0, 0.5))  # OFF_TOPIC's 0.047 is inside
-    fake_lm.calls.clear()
-    CRAG(ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=FakeWeb([]), judges=judges)(question=Q)
+    grades = RetrievalEvaluator(judges=judges)(question=Q, passages=passages)
     assert fake_lm.calls["GradeRetrieval"] == 1
+    assert grades[1].explanation.startswith("trained 0.047 inside the band (0.0, 0.5): LM grade")
+
+
+def test_crag_never_asks_the_cascade_s_lm(fake_lm):
+    """CRAG scores passages with the cheap judges only (an LM grade per passage costs what the
+    whole draft costs): inside the cascade's band the trained score stands."""
+    judges = toy_judges(passage="cascade", strip="trained", support="trained")
+    judges.choices["passage"] = JudgeChoice("cascade", (0.0, 0.5))  # OFF_TOPIC's 0.047 is inside
+    result = CRAG(ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=FakeWeb([]), judges=judges)(question=Q)
+    assert fake_lm.calls["GradeRetrieval"] == 0 and dict(fake_lm.calls) == {"GenerateAnswer": 1}
+    assert [(g.reason, g.explanation) for g in result.grades] == [("relevant", "trained judge 0.953"),
+                                                                  ("irrelevant", "trained judge 0.047")]
 
 
 def test_unsupported_claim_scored_by_the_support_judge(fake_lm):
@@ -152,6 +171,7 @@ def test_stale_page_is_set_aside_when_a_current_one_is_usable():
 
 
 def test_crag_refines_the_current_page_and_traces_the_stale_one(fake_lm):
+    """A stale passage is set aside before the draft: only the current one is read."""
     old = "DEPRECATED. Acme Rockets was founded by John Doe in 1990."
     program = CRAG(ListKnowledgeBase([old, FOUNDING]), web=FakeWeb([]), judges=toy_judges())
     result = program(question=Q)

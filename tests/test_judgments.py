@@ -26,12 +26,45 @@ def grades(*scores):
     ],
 )
 def test_decide_action_applies_upper_and_lower_thresholds(scores, action, confidence):
+    # CRAG's paper mapping of scores to actions; the program's route now decides on the draft
+    # (program.stages.decision, tests/test_draft.py), this mapping stays in the evaluator's API
     assert decide_action(grades(*scores), upper=0.6, lower=0.2) == (action, pytest.approx(confidence))
 
 
 def test_decide_action_rejects_inverted_thresholds():
     with pytest.raises(ValueError, match="lower=0.7, upper=0.3"):
         decide_action(grades(0.5), upper=0.3, lower=0.7)
+
+
+@pytest.mark.parametrize("similarity, expected", [
+    (0.75, (0.75, "relevant")),
+    (0.6, (0.6, "relevant")),  # upper is inclusive
+    (0.5, (0.5, "partial")),  # tests' ListKnowledgeBase passages
+    (0.2, (0.2, "partial")),  # lower too
+    (0.19, (0.19, "irrelevant")),
+    (-0.3, (0.0, "irrelevant")),  # a cosine below 0 is clipped
+    (1.2, (1.0, "relevant")),
+])
+def test_without_a_trained_judge_a_passage_scores_its_retrieval_similarity(similarity, expected):
+    """CRAG's evaluator asks no LM (``ask_lm=False``): with no trained judge a passage's score is its
+    retrieval similarity in [0, 1], named by the thresholds."""
+    from program.stages.evaluator import similarity_grade
+
+    grade = similarity_grade(Passage("p#0", "text", score=similarity), lower=0.2, upper=0.6)
+    assert (grade.score, grade.reason) == expected
+    assert grade.explanation == f"retrieval similarity {expected[0]:.3f}"
+
+
+def test_the_evaluator_asked_not_to_use_the_lm_makes_no_call(fake_lm):
+    from program.stages.evaluator import RetrievalEvaluator
+
+    passages = [Passage("a#0", "Acme Rockets was founded by Jane Roe.", score=0.7), Passage("b#0", "Bananas.", score=0.1)]
+    graded = RetrievalEvaluator()(question="Who founded Acme Rockets?", passages=passages, ask_lm=False)
+    assert [(g.score, g.reason) for g in graded] == [(0.7, "relevant"), (0.1, "irrelevant")]
+    assert sum(fake_lm.calls.values()) == 0
+    asked = RetrievalEvaluator()(question="Who founded Acme Rockets?", passages=passages)  # the LM grader
+    assert [(g.score, g.reason) for g in asked] == [(1.0, "relevant"), (0.0, "irrelevant")]
+    assert fake_lm.calls["GradeRetrieval"] == 2
 
 
 @pytest.mark.parametrize(

@@ -188,8 +188,9 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     s = json.loads((out / "summary.json").read_text())
     rag, lg = s["modes"]["rag"], s["modes"]["langgraph"]
     # every question has an off-topic passage among its top 2, so every one takes the web route;
-    # the web pages name the founder for q2 and q3 (q3 asked for Ohio); q4 abstains, rightly
-    assert (rag["accuracy"], lg["accuracy"]) == (50.0, 75.0)
+    # the web page names the founder for q2; q3 is answered from its kept Ohio passage (as rag
+    # answers it); q4 abstains, rightly. rag says "I don't know." to q2.
+    assert (rag["accuracy"], lg["accuracy"]) == (75.0, 100.0)
     assert lg["actions"] == {"correct": 0, "ambiguous": 0, "incorrect": 4} and rag["actions"] is None
     assert lg["correction_rate"] == 100.0 and lg["escalation_rate"] == 0.0 and lg["fallback_rate"] == 0.0
     assert lg["action_accuracy"] == 50.0
@@ -202,14 +203,14 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     by = {(r["mode"], r["id"]): r for r in _csv(out / "results.csv")}
     assert [by[("langgraph", q)]["lm_calls"] for q in ("q1", "q2", "q3", "q4")] == ["4", "4", "4", "3"]
     assert [by[("rag", q)]["lm_calls"] for q in ("q1", "q2", "q3", "q4")] == ["1", "1", "1", "1"]
-    assert by[("langgraph", "q3")]["answer"] == "Acme Rockets was founded by Jane Roe [2]."
+    assert by[("langgraph", "q3")]["answer"] == "Acme Rockets builds rockets in Ohio [1]."
     assert (lg["median_lm_calls"], rag["median_lm_calls"]) == (4, 1)
     assert [x["step"] for x in _csv(out / "steps.csv") if x["mode"] == "langgraph" and x["id"] == "q1"] == \
         ["retrieve", "grade", "rewrite", "web-search", "generate", "cite"]
     assert lg["steps"]["grade"] == pytest.approx(
         {**lg["steps"]["grade"], "ran": 4, "mean_lm_calls": (2 + 2 + 2 + 1) / 4})
     printed = capsys.readouterr().out
-    assert "| langgraph | 4 | 0 | 75 % | 0/0/4 | 100 % |" in printed
+    assert "| langgraph | 4 | 0 | 100 % | 0/0/4 | 100 % |" in printed
     assert "evaluator confusion, langgraph" in printed and "| langgraph | rewrite | 4 |" in printed
 
 

@@ -1,4 +1,4 @@
-"""A boolean field's probability from the LM's token log probabilities (program.lm.token_scores)."""
+"""A boolean field's probability, and a text field's, from the LM's token log probabilities (program.lm.token_scores)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from program.lm.configure import _token_logprobs
-from program.lm.token_scores import field_probability
+from program.lm.token_scores import field_probability, field_text_probability
 
 
 def _entry(token: str, alternatives: dict[str, float] | None = None) -> dict:
@@ -66,3 +66,27 @@ def test_log_probabilities_are_asked_only_of_lms_that_give_them():
     assert LlamaCppEngine.logprobs is True and supports_logprobs(FakeLM({}))
     assert supports_logprobs(dspy.LM("openai/gpt-4o-mini")) and supports_logprobs(dspy.LM("hosted_vllm/qwen"))
     assert not supports_logprobs(dspy.LM("anthropic/claude-sonnet")) and not supports_logprobs(dspy.LM("ollama_chat/qwen"))
+
+
+def _tokens(*pairs) -> dict:
+    return {"content": [{"token": t, "logprob": lp} for t, lp in pairs]}
+
+
+def test_a_text_field_s_probability_counts_the_words_after_its_marker():
+    """The draft's token probability (a feature of its confidence): the geometric mean of the answer's
+    word tokens, the field marker split over several tokens as a tokenizer splits it."""
+    reply = _tokens(("[[", 0.0), (" ##", 0.0), (" answer", -3.0), (" ##", 0.0), (" ]]", 0.0), ("\n", 0.0),
+                    ("Jane", -0.1), (" Roe", -0.3), ("\n\n", 0.0), ("[[", 0.0), (" ## completed ## ]]", 0.0))
+    assert field_text_probability(reply, "answer") == pytest.approx(math.exp(-0.2), abs=1e-4)
+
+
+def test_a_field_marker_sent_as_one_token_still_gives_the_answer_s_probability():
+    reply = _tokens(("[[ ## answer ## ]]", 0.0), ("\n", 0.0), ("Jane", -0.1), (" Roe", -0.3), ("\n\n", 0.0),
+                    ("[[ ## completed ## ]]", 0.0))
+    assert field_text_probability(reply, "answer") == pytest.approx(math.exp(-0.2), abs=1e-4)
+
+
+def test_the_field_name_s_token_is_not_an_answer_word():
+    reply = _tokens(("[[ ##", 0.0), (" answer ## ]]", -2.0), ("\n", 0.0), ("Jane", -0.1), (" Roe", -0.3),
+                    ("\n\n", 0.0), ("[[ ## completed ## ]]", 0.0))
+    assert field_text_probability(reply, "answer") == pytest.approx(math.exp(-0.2), abs=1e-4)

@@ -4,11 +4,12 @@ filter as internal documents, and failures that never end the program."""
 from __future__ import annotations
 
 from program.stages.crag import CRAG
+from program.stages.draft import ConfidenceModel
 from program.stages.web_path import WebSearcher
 from program.types import FALLBACK_ANSWER, Action
 from program.web.registry import build_backend
-from signatures import GradeRetrieval, RewriteQuery
-from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
+from signatures import GenerateAnswer, RewriteQuery
+from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase, generate
 from tests.fake_lm import parse_list
 
 Q = "Who founded Acme Rockets?"
@@ -145,14 +146,35 @@ def test_web_failure_with_nothing_internal_abstains_with_the_reason(fake_lm, web
     assert any(e.startswith("web path failed: no usable web page (") for e in result.trace.events)
 
 
+class _ByQueryKB(ListKnowledgeBase):
+    """The first passage for the question itself, the second for any rewritten query."""
+
+    def search(self, query, k=3):
+        self.queries.append(query)
+        return self.passages[:1] if query == Q else self.passages[1:2]
+
+
 def test_web_failure_keeps_the_internal_answer(fake_lm, web_server, web_config):
-    # the grader is unsure (right entity, no clear answer): AMBIGUOUS uses internal knowledge and the web
-    fake_lm.rules[GradeRetrieval] = lambda i: {"same_entity": True, "answers_question": False, "outdated": False}
+    """AMBIGUOUS corrects from the knowledge base and the web: when the web is unreachable, the
+    knowledge base searched again with the rewritten query still corrects the draft, and the
+    answer comes from internal knowledge (the draft's passage and the one re-retrieval found)."""
+    fake_lm.rules[GenerateAnswer] = lambda i: (
+        generate(i) if "founded by Jane Roe" in i["context"] else {"answer": "Acme Rockets builds rockets in Ohio [1]."})
+    # a confidence that reads only how much of the question the cited passages hold: the draft's
+    # words stand in its passage (not INCORRECT), but it does not say who founded Acme (not CORRECT)
+    coverage_only = ConfidenceModel(weights={"question_coverage": 10.0}, bias=-9.0)
+    kb = _ByQueryKB(["Acme Rockets builds small rockets in Ohio.", FOUNDING])
     dead = web_config.with_(searx_url="http://127.0.0.1:9/", retries=0)
-    result = CRAG(ListKnowledgeBase([FOUNDING]), web=build_backend(dead))(question=Q)
+    result = CRAG(kb, web=build_backend(dead), confidence=coverage_only)(question=Q)
     assert result.action is Action.AMBIGUOUS and not result.fallback
-    assert [s.source_id for s in result.strips] == ["doc0#0"] and "Jane Roe" in result.answer
+    assert kb.queries == [Q, "Acme Rockets founder"]
+    assert [s.source_id for s in result.strips] == ["doc0#0", "doc1#0"]
+    assert result.answer == "Acme Rockets was founded by Jane Roe [2]." and result.confidence > 0.5
+    assert [g.passage_id for g in result.corrected_grades] == ["doc1#0"]
+    assert [s.step for s in result.trace.steps][4:9] == ["rewrite", "re-retrieve", "web-search", "evaluate-corrected",
+                                                         "generate"]
     assert any(e.startswith("web path failed: searxng: cannot reach http://127.0.0.1:9/search") for e in result.trace.events)
+    assert any(e.startswith("draft 0.09, corrected answer 0.73: kept the corrected answer") for e in result.trace.events)
 
 
 def test_snapshot_like_backends_keep_working(fake_lm):

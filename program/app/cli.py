@@ -97,7 +97,7 @@ def _ask(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report = program.judges_report() if hasattr(program, "judges_report") else {}
-    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"]["passage"] != "lm":
+    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"]["passage"] not in ("lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
               "other knowledge bases' rows (adapt: python -m program index PATH)", file=sys.stderr)
     lm = configure_lm(args.model, args.api_base)

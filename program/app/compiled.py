@@ -283,7 +283,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         judges.use_corpus(program.knowledge_base)
         program.judges = judges
     else:
-        warnings.warn(f"{directory} holds no {JUDGES_FILE}: every judgment is asked of the LM "
+        warnings.warn(f"{directory} holds no {JUDGES_FILE}: passages are scored by retrieval similarity and every other judgment is asked of the LM "
                       "(train the judges: python -m optimize.compile --only judges)", stacklevel=2)
     thresholds = evaluator_thresholds(manifest, judges, program.knowledge_base)
     program.upper = kwargs.get("upper", thresholds.get("upper", 0.6))

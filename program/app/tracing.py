@@ -11,7 +11,7 @@ question           ``question``
 decide-retrieval   ``needs_retrieval`` (Self-RAG's Retrieve token)
 retrieved          ``stage`` (``initial`` | ``corrected``), ``passages`` (id, title, url, source, score, text)
 graded             ``stage``, ``grades`` (passage_id, score, reason, explanation), ``lower``, ``upper``
-action             ``action`` (correct | ambiguous | incorrect), ``confidence``, ``lower``, ``upper``
+action             ``action`` (correct | ambiguous | incorrect), ``confidence`` (the draft's), ``reasons``, ``accept``, ``lower``
 rewrite            ``query`` (RewriteQuery's search query)
 web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
 strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``

@@ -11,6 +11,7 @@ way, Asai et al. 2023 §3.3). Works on DSPy's ``Prediction.logprobs`` (OpenAI's 
 from __future__ import annotations
 
 import math
+import re
 
 YES = ("true", "yes")
 NO = ("false", "no")
@@ -67,44 +68,47 @@ def field_text_probability(logprobs, field: str) -> float | None:
     """How sure the LM was of a text output ``field``: the geometric mean of its tokens'
     probabilities, in [0, 1].
 
-    The tokens counted are those after the field's name up to the next field marker (``[[``),
-    the end of the JSON string, or the end of the reply; whitespace, punctuation and ``[n]``
-    citation tokens are left out (they carry the format, not the answer). Selective question
-    answering reads an answer's likelihood the same way (Kadavath et al. 2022; Kamath et al.
-    2020 use it as the baseline confidence).
+    The field's value is found in the reply's text: after ``[[ ## field ## ]]`` up to the next
+    ``[[ ##`` marker (ChatAdapter), or after ``"field": "`` up to the closing quote (JSON). A
+    token counts when its characters inside the value, citation markers ``[n]`` left out, hold a
+    letter or a digit (whitespace and punctuation carry the format, not the answer; a token may
+    straddle the value's edge or hold words and a marker together). Selective question answering
+    reads an answer's likelihood the same way (Kamath et al. 2020 use it as the baseline
+    confidence).
 
     Args:
         logprobs: the prediction's ``logprobs`` (``{"content": [{token, logprob, ...}, ...]}``), or None.
         field: the output field's name, e.g. ``"answer"``.
 
     Returns:
-        The probability, or None when there are no log probabilities or the field is not in them.
+        The probability, or None when there are no log probabilities, the field is not in them,
+        or its value holds no word.
     """
     content = _get(logprobs, "content") if logprobs is not None else None
     if not content:
         return None
     tokens = [str(_get(e, "token", "")) for e in content]
-    text, ends = "", []
-    for token in tokens:
-        text += token
-        ends.append(len(text))
-    at = text.rfind(f"## {field} ##")
-    at = text.rfind(f'"{field}"') if at < 0 else at
-    if at < 0:
-        return None
-    start = next((i for i, end in enumerate(ends) if end > at + len(field) + 5), len(tokens))
-    logs, in_marker = [], False
-    for entry in content[start:]:
-        token = str(_get(entry, "token", ""))
-        if "[[" in token or token.strip().startswith('"}'):
-            break
-        if "[" in token:
-            in_marker = "]" not in token.split("[")[-1]
-            continue
-        if in_marker:  # the digits of a citation marker "[3]"
-            in_marker = "]" not in token
-            continue
-        if any(ch.isalnum() for ch in token):
+    text = "".join(tokens)
+    marker = re.search(rf"\[\[\s*##\s*{re.escape(field)}\s*##\s*\]\]", text)
+    if marker:
+        begin = marker.end()
+        nxt = text.find("[[", begin)
+        end = nxt if nxt >= 0 else len(text)
+    else:
+        quoted = re.search(rf'"{re.escape(field)}"\s*:\s*"', text)
+        if quoted is None:
+            return None
+        begin = quoted.end()
+        close = re.search(r'(?<!\\)"', text[begin:])
+        end = begin + close.start() if close else len(text)
+    cited = [(begin + m.start(), begin + m.end()) for m in re.finditer(r"\[\d+\]", text[begin:end])]
+    logs, at = [], 0
+    for entry, token in zip(content, tokens):
+        lo, hi = at, at + len(token)
+        at = hi
+        inside = "".join(text[i] for i in range(max(lo, begin), min(hi, end))
+                         if not any(a <= i < b for a, b in cited))
+        if any(ch.isalnum() for ch in inside):
             logs.append(float(_get(entry, "logprob", 0.0)))
     if not logs:
         return None

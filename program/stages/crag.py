@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from program.guards.caps import CapReached, QuestionCaps, guarded
 from program.guards.cost import step
@@ -19,7 +20,7 @@ from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.attribution import Attributor, cite
-from program.stages.decision import Decider, Decision
+from program.stages.decision import Decider, Decision, holds_up
 from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, check_draft
 from program.stages.evaluator import RetrievalEvaluator
 from program.stages.generation import AnswerGenerator
@@ -34,6 +35,9 @@ from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correctio
 from signatures import AnswerClosedBook, DecideRetrieval
 
 DEFAULT_ACCEPT = 0.5  # the operating point when neither the compile nor ``index`` set one
+# What DSPy raises for output it cannot parse (several types); a failing LM service, a cap or a
+# cancellation are not among them and still end the question.
+UNREADABLE_OUTPUT = (AdapterParseError, ValueError, KeyError, TypeError, AttributeError)
 
 
 class CRAG(dspy.Module):
@@ -138,9 +142,13 @@ class CRAG(dspy.Module):
         """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
         the LM decides all of them and nothing was adapted."""
         if self.judges is None:
-            return {"judgments": {j: "lm" for j in ("passage", "strip", "support", "usefulness")},
+            return {"judgments": {"passage": "similarity", **{j: "lm" for j in ("strip", "support", "usefulness")}},
                     "adapted": False, "corpus": "", "calibrated_here": False}
-        return self.judges.report()
+        report = self.judges.report()
+        # CRAG never asks the LM to grade a passage (``_evaluate``): say what scores them
+        has_trained = "passage" in getattr(self.judges, "judges", {})
+        report["judgments"] = {**report["judgments"], "passage": "trained" if has_trained else "similarity"}
+        return report
 
     @property
     def decide_retrieval(self) -> bool:
@@ -189,7 +197,7 @@ class CRAG(dspy.Module):
                 trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: "
                            f"kept the {'corrected answer' if best is again else 'draft'}")
         result.strips, result.confidence = best.strips, best.confidence
-        if best.abstained or best.confidence < self.accept:
+        if not holds_up(best.evidence, best.confidence, self.accept):
             return self._decline(result, best)
         if not self.self_check:
             return cite(result, best.answer, self.attributor)
@@ -201,7 +209,11 @@ class CRAG(dspy.Module):
         if not strips:
             return Draft("", [], DraftEvidence(abstained=True), 0.0)
         with step(trace, name) as cost:
-            answer, probability = self.generator.draft(question=question, strips=strips)
+            try:
+                answer, probability = self.generator.draft(question=question, strips=strips)
+            except UNREADABLE_OUTPUT as exc:  # what the reader wrote cannot be parsed: no answer
+                answer, probability = "", None
+                trace.note(f"{name}: unparseable output ({type(exc).__name__}); no answer written")
             scores = {g.passage_id: g.score for g in grades}
             evidence = check_draft(question, answer, strips, scores, probability)
             confidence = self.confidence.score(evidence)
@@ -218,7 +230,9 @@ class CRAG(dspy.Module):
         return decision
 
     def _decline(self, result: CRAGResult, best: Draft) -> CRAGResult:
-        why = "no answer was written" if best.abstained else f"confidence {best.confidence:.2f} < accept {self.accept:.2f}"
+        why = ("no answer was written" if best.abstained else
+               f"confidence {best.confidence:.2f} < accept {self.accept:.2f}" if best.confidence < self.accept else
+               f"support {best.evidence.support:.2f}: its own words are not in its passage")
         result.trace.note(f"declined: {why}; honest fallback")
         result.fallback, result.declined = True, best.answer
         return result
@@ -352,7 +366,11 @@ class CRAG(dspy.Module):
         stricter prompt on a 1.5B model often writes a worse answer than the first."""
         result.retried = True
         with step(result.trace, "generate-strict"):
-            retried = self.generator(question=result.question, strips=result.strips, unsupported=unsupported)
+            try:
+                retried = self.generator(question=result.question, strips=result.strips, unsupported=unsupported)
+            except UNREADABLE_OUTPUT as exc:
+                result.trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); the first answer stands")
+                return answer, claims
         with step(result.trace, "self-check-retry"):
             retried_claims = self.checker(question=result.question, answer=retried, strips=result.strips)
         if support_rank(retried_claims) < support_rank(claims):

@@ -4,8 +4,8 @@ CRAG's evaluator maps relevance scores to three actions by two thresholds. Here 
 one piece of evidence beside the reader's draft, because the reader reads better than the
 judges (a judge near AUC .70 that gates alone declines what plain RAG answers):
 
-    CORRECT    the draft holds up: its confidence reaches ``accept`` (it is the answer; no
-               further LM call)
+    CORRECT    the draft holds up: its confidence reaches ``accept`` and its own words stand in
+               its passage (it is the answer; no further LM call)
     INCORRECT  nothing holds: the draft abstains, or its own words or the question's premise
                are not in the passages it cites, or no passage reaches ``lower``
     AMBIGUOUS  otherwise: part holds; the correction is added to what holds
@@ -47,6 +47,12 @@ class Decision:
         return f"action={self.action.value} confidence={self.confidence:.2f}: " + "; ".join(self.reasons)
 
 
+def holds_up(evidence: DraftEvidence, confidence: float, accept: float) -> bool:
+    """True when an answer may be given: it does not abstain, its confidence reaches ``accept``
+    and at least ``MIN_SUPPORT`` of its own words stand in its passage."""
+    return not evidence.abstained and confidence >= accept and evidence.support >= MIN_SUPPORT
+
+
 def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
            lower: float) -> Decision:
     """The action for a draft.
@@ -59,7 +65,9 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
         lower: the evaluator's lower threshold: no passage at or above it means nothing internal holds.
 
     Returns:
-        A ``Decision``; CORRECT exactly when the draft does not abstain and ``confidence >= accept``.
+        A ``Decision``; CORRECT exactly when the draft does not abstain, ``confidence >= accept``
+        and at least ``MIN_SUPPORT`` of its own words stand in its passage (a confident answer
+        whose words its source lacks, a truncated one, does not hold up).
 
     Raises:
         ValueError: ``accept`` or ``lower`` outside [0, 1].
@@ -68,10 +76,10 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
         raise ValueError(f"accept and lower must be in [0, 1], got accept={accept}, lower={lower}")
     if evidence.abstained:
         return Decision(Action.INCORRECT, 0.0, ["the draft says the passages do not answer"])
-    if confidence >= accept:
+    if holds_up(evidence, confidence, accept):
         return Decision(Action.CORRECT, confidence, [f"the draft holds up: confidence {confidence:.2f} >= accept {accept:.2f}",
                                                      evidence.summary()])
-    failed = []
+    failed = [] if confidence < accept else [f"confidence {confidence:.2f} >= accept {accept:.2f}, but"]
     if evidence.support < MIN_SUPPORT:
         failed.append(f"its own words are not in the cited passages (support {evidence.support:.2f})")
     if evidence.premise < MIN_PREMISE:
@@ -79,7 +87,9 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
     if 0 <= best_score < lower:
         failed.append(f"no passage reaches lower {lower:.2f} (best {best_score:.2f})")
     if failed:
-        return Decision(Action.INCORRECT, confidence, [f"confidence {confidence:.2f} < accept {accept:.2f}", *failed])
+        if confidence < accept:
+            failed.insert(0, f"confidence {confidence:.2f} < accept {accept:.2f}")
+        return Decision(Action.INCORRECT, confidence, failed)
     return Decision(Action.AMBIGUOUS, confidence, [f"confidence {confidence:.2f} < accept {accept:.2f}; "
                                                    "the draft's words and premise stand in its passages",
                                                    evidence.summary()])

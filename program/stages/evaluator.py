@@ -28,7 +28,10 @@ from signatures import GradeRetrieval
 UNGRADED = -1.0  # the score of a passage lazy evaluation did not grade
 
 def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple[Action, float]:
-    """Map per-passage scores to CRAG's action and confidence.
+    """Map per-passage scores to CRAG's action and confidence, as the paper's evaluator does alone.
+
+    The program decides from the draft as well (``program.stages.decision``); this mapping is
+    what the compile calibrates the thresholds with and measures the evaluator's action by.
 
     Args:
         grades: one grade per retrieved passage; may be empty. Ungraded ones (``UNGRADED``) are ignored.
@@ -138,8 +141,9 @@ class RetrievalEvaluator(dspy.Module):
     name the trained scores' reasons (``reason_for``); trained scores cost no call, so every
     passage gets one and ``stop_at`` applies to LM grading only.
 
-    ``ask_lm=False`` never calls the LM: the trained score stands where the cascade would ask, and
-    with no trained judge the passage's retrieval similarity is its score (``similarity_grade``).
+    ``ask_lm=False`` never calls the LM: the trained score stands wherever there is a trained
+    passage judge (even where the compile chose the LM for this knowledge base), and with none the
+    passage's retrieval similarity is its score (``similarity_grade``).
 
     ``forward(question, passages, stop_at=None)``: with ``stop_at`` (the upper threshold), grading
     stops at the first passage scoring at least ``stop_at``: the action is then CORRECT whatever
@@ -164,7 +168,8 @@ class RetrievalEvaluator(dspy.Module):
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
                 lower: float = 0.2, upper: float = 0.6, ask_lm: bool = True) -> list[ChunkGrade]:
-        if who_judges(self.judges, "passage").trained:
+        trained = "passage" in getattr(self.judges, "judges", {})
+        if who_judges(self.judges, "passage").trained or (trained and not ask_lm):
             return self._judge(question, passages, upper, lower, ask_lm)
         if not ask_lm:
             return [similarity_grade(p, lower, upper) for p in passages]
