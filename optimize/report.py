@@ -129,17 +129,24 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         **_citation_figures(ok),
         **_cost_figures(ok),
     }
-    confident = CONFIDENT_MODES & set(df["mode"])
-    s.update(selective_figures(df) if confident else {"truthfulness": truthfulness(df), "confidence_auroc": None,
-                                                      "risk_coverage": None})
-    s["draft"] = draft_figures(df)
-    s["answerable_right"] = int((df["answerable"] & df["correct"]).sum())
-    s["unanswerable_declined"] = int((~df["answerable"] & df["abstained"]).sum())
+    s.update(_answer_figures(df))
     s["accuracy_by_relation"] = {str(r): _pct(rows["correct"]) for r, rows in df.groupby("relation")}
     s["steps"] = _steps(steps, len(ok)) if steps is not None else {}
     s.update(_retrieval_decisions(df, ok))
     if with_expected:
         s.update(_expected_figures(graded))
+    return s
+
+
+def _answer_figures(df: pd.DataFrame) -> dict:
+    """Truthfulness, the confidence's figures (modes with a confidence), the drafts scored as
+    answers, and the answerable right / unanswerable declined counts."""
+    confident = CONFIDENT_MODES & set(df["mode"])
+    s = selective_figures(df) if confident else {"truthfulness": truthfulness(df), "confidence_auroc": None,
+                                                 "risk_coverage": None}
+    s["draft"] = draft_figures(df)
+    s["answerable_right"] = int((df["answerable"] & df["correct"]).sum())
+    s["unanswerable_declined"] = int((~df["answerable"] & df["abstained"]).sum())
     return s
 
 

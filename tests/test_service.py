@@ -106,9 +106,10 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
     assert result["fallback"] and result["answer"] == "I don't have reliable information on this."
     assert result["declined"] == "Acme Rockets was founded by Jane Roe [1]." and result["confidence"] < 0.5
     assert result["citations"] == []
-    # who judged: the uncompiled signatures, so the LM, on judges adapted to nothing
+    # who judged: no trained judge, so passages by retrieval similarity and the rest by the LM
     assert data["result"]["result"]["trace"]["judges"]["adapted"] is False
-    assert set(data["result"]["result"]["trace"]["judges"]["judgments"].values()) == {"lm"}
+    assert data["result"]["result"]["trace"]["judges"]["judgments"] == \
+        {"passage": "similarity", "strip": "lm", "support": "lm", "usefulness": "lm"}
 
 
 @pytest.mark.parametrize("body, status, message", [

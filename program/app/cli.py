@@ -226,6 +226,7 @@ def _adapt(args, kb) -> int:
 def _operating_point(args, kb, compiled: Path) -> int:
     """After adapting from written questions: set where to abstain on ``kb`` from drafts of them
     and of their look-alikes (``program.judges.operating_point``). 0, or 2 with one line."""
+    # lazy on purpose: the question writer, the compiled program and the LM load only with --questions
     from optimize.lm_questions import write_questions
     from program.app.compiled import load_compiled
     from program.judges.adapted import adapted_dir
