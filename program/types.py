@@ -1,6 +1,6 @@
 """Typed objects handed from one CRAG stage to the next.
 
-Every stage of the flow in DESIGN.md (retrieve → evaluate → refine → generate →
+Every stage of the flow in docs/how-it-works.md (retrieve → evaluate → refine → generate →
 self-check) takes and returns these dataclasses, so that the trace and the
 result can be serialised with :func:`dataclasses.asdict`.
 """

@@ -1,6 +1,6 @@
 """The DSPy Signatures: every judgment of the CRAG program, by name.
 
-Docstrings are the instructions the optimizers start from (DESIGN.md, Layout).
+Docstrings are the instructions the optimizers start from (docs/how-it-works.md).
 """
 
 from signatures.answering import AnswerClosedBook, GenerateAnswer, GenerateStrictAnswer

@@ -1,4 +1,4 @@
-"""Trained judges behind the judgment Signatures (DESIGN.md, Judges).
+"""Trained judges behind the judgment Signatures (docs/judges.md).
 
 Each judgment that scores text against a question or a claim has one contract: a score in
 [0, 1]. Behind it stands the prompted LM (the Signature), a small trained judge

@@ -1,6 +1,6 @@
 """Cheap signals a trained judge reads: no LM call, one embedding at most per text.
 
-Three judgments score text against a question or a claim (DESIGN.md, Judges):
+Three judgments score text against a question or a claim (docs/judges.md):
 
 * passage relevance (CRAG §4.2's retrieval evaluator): ``passage_features``;
 * strip relevance (CRAG §4.4's decompose-then-recompose filter): ``strip_features``;

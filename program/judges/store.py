@@ -58,7 +58,7 @@ class JudgeChoice:
 def who_judges(judges: "JudgeSet | None", judgment: str) -> JudgeChoice:
     """Who decides ``judgment`` (``passage``, ``strip``, ``support``, ``usefulness``): the one
     place every stage asks. ``judges.choice(judgment)`` (measured per knowledge base by the
-    compile, DESIGN.md "Judges"), or the LM when the program has no trained judges."""
+    compile, docs/judges.md "The choice"), or the LM when the program has no trained judges."""
     return judges.choice(judgment) if judges is not None else JudgeChoice("lm")
 
 

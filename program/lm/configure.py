@@ -32,7 +32,7 @@ from program.guards.caps import QuestionCaps
 from program.lm.retry import RetryingLM
 
 DEFAULT_MODEL = "embedded-1.5b"
-# Grading, strip relevance and support checks are critiques: deterministic (DESIGN.md).
+# Grading, strip relevance and support checks are critiques: deterministic (docs/how-it-works.md).
 CRITIQUE_CONFIG = {"temperature": 0.0}
 
 

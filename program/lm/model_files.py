@@ -1,7 +1,7 @@
 """The embedded GGUF models: reassembled from their PyPI chunk wheels, checked, cached once.
 
 The 1.5B and 0.5B Qwen2.5-Coder-Instruct Q4_K_M GGUF files are shipped on PyPI split into
-chunk wheels (DESIGN.md, Embedded defaults). The parts are found through package metadata
+chunk wheels (docs/usage.md, "Choosing the language model"). The parts are found through package metadata
 (``importlib.metadata``), never by importing the packages' code, concatenated in part order
 into the cache folder, and the result's size and sha256 checked before it is renamed into
 place, so that a crash never leaves a half-written model behind.

@@ -1,4 +1,4 @@
-"""Stale and contradicting sources: the current, official passage wins (DESIGN.md, evaluate).
+"""Stale and contradicting sources: the current, official passage wins (docs/how-it-works.md, "Stale and contradicting sources").
 
 Help centres keep deprecated and archived pages beside the current ones, and community posts
 beside official answers; they disagree on the very fact asked ("keys start with ``pk_``" on
