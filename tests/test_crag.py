@@ -210,3 +210,41 @@ def test_web_pages_are_refined_strip_by_strip(fake_lm):
     assert [s.text for s in result.strips] == [FOUNDING, "Jane Roe also founded Roe Labs in 2005."]
     assert next(s.notes for s in result.trace.steps if s.step == "refine-corrected") == \
         "scored 3 of 3 strips (3 by the LM), kept 2 at threshold 0.5"
+
+
+class MentioningKnowledgeBase(ListKnowledgeBase):
+    """A list-backed knowledge base that also says which names its passages write."""
+
+    def mentions(self, terms):
+        from program.retrieval.mentions import mentioned_in, word_set
+
+        return mentioned_in(word_set(p.text for p in self.passages), terms)
+
+
+LOOK_ALIKE = "Zenith Rockets was founded by Jane Roe in 1999. It builds small sounding rockets."
+
+
+def test_a_question_naming_what_the_knowledge_base_never_writes_is_declined_in_one_call(fake_lm):
+    # the bug: the draft "Acme Rockets was founded by Jane Roe" read well (its words stand in
+    # the Zenith passage) and was given, though the documents never name Acme
+    program = CRAG(MentioningKnowledgeBase([LOOK_ALIKE, OFF_TOPIC]), web=None, accept=0.0)
+    result = program(question=Q)
+    assert result.draft == "Acme Rockets was founded by Jane Roe [1]."
+    assert result.draft_checks["unmentioned"] == ("acme",) and result.draft_checks["support"] == 1.0
+    assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
+    assert result.declined == result.draft
+    assert sum(fake_lm.calls.values()) == 1  # no rewrite: the same documents cannot name Acme
+    assert "the knowledge base never mentions 'acme'" in " ".join(result.trace.events)
+
+
+def test_a_name_the_knowledge_base_never_writes_is_looked_up_on_the_web(fake_lm):
+    web = FakeWeb([WEB_PAGE])
+    result = CRAG(MentioningKnowledgeBase([LOOK_ALIKE, OFF_TOPIC]), web=web, accept=0.0)(question=Q)
+    assert result.action is Action.INCORRECT and web.queries == ["Acme Rockets founder"]
+    assert not result.fallback and "Jane Roe" in result.answer
+    assert result.citations[0].url == WEB_PAGE[0]  # the web page writes "Acme": it holds up
+
+
+def test_a_knowledge_base_that_names_what_is_asked_is_not_gated(fake_lm):
+    result = CRAG(MentioningKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)(question=Q)
+    assert result.action is Action.CORRECT and result.draft_checks["unmentioned"] == ()

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from program.lm.token_scores import field_text_probability
-from program.stages.decision import decide
-from program.stages.draft import ConfidenceModel, DraftEvidence, check_draft, premise_terms
+from program.stages.decision import decide, holds_up
+from program.stages.draft import ConfidenceModel, DraftEvidence, asked_names, check_draft, premise_terms
 from program.types import Action, Strip
 
 Q = "What is the default maxUnavailable for a Deployment's rolling update?"
@@ -83,3 +83,32 @@ def test_the_answers_probability_skips_format_and_citation_tokens():
     assert field_text_probability({"content": content}, "answer") == pytest.approx(math.exp(-1.35 / 4), abs=1e-4)
     assert field_text_probability({"content": content}, "query") is None
     assert field_text_probability(None, "answer") is None
+
+
+@pytest.mark.parametrize("question, names", [
+    ("What's the Velero command to back up a whole namespace?", {"velero"}),
+    ("Our /health endpoint answers with a 302 redirect. Will the kubelet restart it?", set()),  # a user's value
+    ("Translate 'thank you' into French.", {"french"}),
+    ("Summarise: 'The meeting moved from Tuesday to Thursday.'", set()),  # quoted text is the user's
+    ("Can I jump from 1.29 straight to 1.31 with kubeadm?", set()),
+    ("hey, you around?", set()),
+])
+def test_asked_names_leave_out_numbers_quotes_and_contractions(question, names):
+    assert asked_names(question) == names
+
+
+def test_names_the_knowledge_base_never_writes_are_unmentioned_unless_the_passages_write_them():
+    velero = "What's the Velero command to back up a namespace?"
+    backup = Strip("backup.md#1", 0, "Back up etcd with etcdctl snapshot save.")
+    page = Strip("https://velero.io/docs", 0, "Run velero backup create NAME --include-namespaces ns.")
+    assert check_draft(velero, "Run etcdctl snapshot save.", [backup], {}, 0.9, {"velero"}).unmentioned == ("velero",)
+    assert check_draft(velero, "Run velero backup create.", [page], {}, 0.9, {"velero"}).unmentioned == ()
+    assert check_draft(velero, "Run etcdctl snapshot save.", [backup], {}, 0.9).unmentioned == ()
+
+
+def test_an_unmentioned_name_makes_a_confident_draft_incorrect():
+    evidence = DraftEvidence(support=1.0, premise=1.0, unmentioned=("velero",))
+    decision = decide(evidence, 0.95, best_score=0.9, accept=0.5, lower=0.05)
+    assert decision.action is Action.INCORRECT
+    assert decision.reasons == ["the knowledge base never mentions 'velero'"]
+    assert not holds_up(evidence, 0.95, 0.5)

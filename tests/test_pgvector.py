@@ -48,6 +48,10 @@ def test_same_passages_manifest_and_terms_as_faiss(tmp_path, pg_url, embedder):
         assert kb.search("Which tower stands in Paris?", k=1)[0].id == "kb-1#0"
         assert kb.search("   ") == [] and kb.search("Paris", k=0) == [] and len(kb.search("Paris", k=50)) == 8
         assert kb.candidate_terms("What do cats eat?") == faiss_kb.candidate_terms("What do cats eat?")
+        # which names the documents write at all, in either number, as the same words both ways
+        asked = {"etna", "colosseums", "cat", "wrought", "velero", "iron-age", "sicil"}
+        assert kb.mentions(asked) == faiss_kb.mentions(asked) == {"etna", "colosseums", "cat", "wrought"}
+        assert kb.mentions(set()) == set() == faiss_kb.mentions(["velero"])
 
         m = kb.manifest
         for key in ("files", "embedding", "chunking", "documents", "chunk_count"):

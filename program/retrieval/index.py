@@ -48,6 +48,7 @@ from program.retrieval.corpus import CorpusError, list_source_files, load_docume
 from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.interrupted import recover_interrupted_write
+from program.retrieval.mentions import mentioned_in, word_set
 from program.retrieval.progress import BuildProgress
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 from program.types import Passage
@@ -92,6 +93,7 @@ class KnowledgeBase:
         self._embedder = embedder
         self._vocabulary = vocabulary
         self._vocabulary_lock = threading.Lock()
+        self._words: frozenset[str] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -312,6 +314,13 @@ class KnowledgeBase:
         if not len(vocabulary):
             return []
         return vocabulary.nearest(self.embedder.encode([question])[0], n)
+
+    def mentions(self, terms) -> set[str]:
+        """The ``terms`` (lower-cased words) that some chunk's text or title holds, in either
+        number (:mod:`program.retrieval.mentions`); the word set is built once, on first use."""
+        if self._words is None:
+            self._words = word_set(f"{c.title} {c.text}" for c in self.chunks)
+        return mentioned_in(self._words, terms)
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 3) -> list[Passage]:

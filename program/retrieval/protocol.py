@@ -25,6 +25,8 @@ class KnowledgeBaseProtocol(Protocol):
       ``chunking``, ``index`` and ``files`` (corpus path -> sha256; the trained judges key
       their per-corpus thresholds on it).
     * ``candidate_terms(question, n)``: the knowledge base's own terms nearest to the question.
+    * ``mentions(terms)``: the terms (lower-cased words) that some chunk holds, in either number
+      (:mod:`program.retrieval.mentions`).
     """
 
     manifest: dict
@@ -34,6 +36,8 @@ class KnowledgeBaseProtocol(Protocol):
     def search_batch(self, queries: list[str], k: int = 3) -> list[list[Passage]]: ...
 
     def candidate_terms(self, question: str, n: int = 12) -> list[str]: ...
+
+    def mentions(self, terms) -> set[str]: ...
 
     def __len__(self) -> int: ...
 

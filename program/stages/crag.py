@@ -20,8 +20,8 @@ from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.attribution import Attributor, cite
-from program.stages.decision import Decider, Decision, holds_up
-from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, check_draft
+from program.stages.decision import Decider, Decision, holds_up, unmentioned_reason
+from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, check_draft
 from program.stages.evaluator import RetrievalEvaluator
 from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
@@ -44,7 +44,8 @@ class CRAG(dspy.Module):
     """Corrective RAG with the reader's draft as evidence and a claim-level self-check, as one DSPy module.
 
     Args:
-        knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``).
+        knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``);
+            with ``mentions(terms)`` too, a question about a name it never writes is declined.
         web: a search backend for the INCORRECT and AMBIGUOUS actions, or None (no web).
         k: passages retrieved and read.
         upper, lower: the evaluator's thresholds on relevance scores in [0, 1]: ``upper`` names
@@ -80,11 +81,14 @@ class CRAG(dspy.Module):
            (``program.stages.draft``);
         3. **decide** (``program.stages.decision.decide``): CORRECT when the draft holds up (it is
            the answer, no further call); INCORRECT when nothing holds (it abstains, or its words
-           or the question's premise are not in its sources); AMBIGUOUS otherwise;
+           or the question's premise are not in its sources, or the question names what the
+           knowledge base never writes); AMBIGUOUS otherwise;
         4. INCORRECT and AMBIGUOUS take the **correction** once: ``RewriteQuery`` in the knowledge
            base's vocabulary, the knowledge base searched again and the web (when configured),
            web pages refined into strips; the answer is written again from what was found
            (AMBIGUOUS: plus the draft's cited passages), and the answer of higher confidence kept;
+           a question naming what the knowledge base never writes skips it when no web is
+           configured (searching the same documents again cannot find the name);
         5. an answer below ``accept`` is **declined** (``FALLBACK_ANSWER``, ``result.fallback``);
         6. self-crag: every claim checked against its cited strips, one stricter retry for
            unsupported ones (kept only when its claims hold up at least as well), unsupported
@@ -178,21 +182,25 @@ class CRAG(dspy.Module):
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.k)
         passages = self._set_aside(passages, trace)
+        unknown = self._unknown_names(question, trace)
         grades = self._evaluate(question, passages, trace, "evaluate")
-        draft = self._write(question, self._as_read(passages, grades), grades, trace, "draft")
+        draft = self._write(question, self._as_read(passages, grades), grades, trace, "draft", unknown)
         decision = self._decide(draft, grades, trace)
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=decision.action, grades=grades,
                             trace=trace, mode=self.mode, draft=draft.answer, confidence=draft.confidence,
                             draft_checks=asdict(draft.evidence))
         best = draft
-        if decision.action is not Action.CORRECT:
+        if draft.evidence.unmentioned and self.web_searcher.backend is None:
+            # searching the knowledge base again cannot find a name it never writes
+            trace.note(f"{unmentioned_reason(draft.evidence.unmentioned)} and no web is configured: no correction")
+        elif decision.action is not Action.CORRECT:
             correction = self._correct(question, passages, trace)
             result.corrected_grades = correction.grades
             kept = draft.cited_strips() if decision.action is Action.AMBIGUOUS else []
             context = kept + correction.strips
             if correction.strips:
-                again = self._write(question, context, grades + correction.grades, trace, "generate")
+                again = self._write(question, context, grades + correction.grades, trace, "generate", unknown)
                 best = max((draft, again), key=lambda a: a.confidence)
                 trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: "
                            f"kept the {'corrected answer' if best is again else 'draft'}")
@@ -204,8 +212,9 @@ class CRAG(dspy.Module):
         return self._check_claims(result, best.answer)
 
     def _write(self, question: str, strips: list[Strip], grades: list[ChunkGrade], trace: Trace,
-               name: str) -> Draft:
-        """One generation over ``strips`` and its checks: a ``Draft`` with its confidence."""
+               name: str, unknown: set[str] = frozenset()) -> Draft:
+        """One generation over ``strips`` and its checks: a ``Draft`` with its confidence
+        (``unknown``: the question's names the knowledge base never mentions)."""
         if not strips:
             return Draft("", [], DraftEvidence(abstained=True), 0.0)
         with step(trace, name) as cost:
@@ -215,7 +224,7 @@ class CRAG(dspy.Module):
                 answer, probability = "", None
                 trace.note(f"{name}: unparseable output ({type(exc).__name__}); no answer written")
             scores = {g.passage_id: g.score for g in grades}
-            evidence = check_draft(question, answer, strips, scores, probability)
+            evidence = check_draft(question, answer, strips, scores, probability, unknown)
             confidence = self.confidence.score(evidence)
             cost.notes = f"confidence {confidence:.2f}; {evidence.summary()}"
         return Draft(answer, strips, evidence, confidence)
@@ -231,11 +240,23 @@ class CRAG(dspy.Module):
 
     def _decline(self, result: CRAGResult, best: Draft) -> CRAGResult:
         why = ("no answer was written" if best.abstained else
+               unmentioned_reason(best.evidence.unmentioned) if best.evidence.unmentioned else
                f"confidence {best.confidence:.2f} < accept {self.accept:.2f}" if best.confidence < self.accept else
                f"support {best.evidence.support:.2f}: its own words are not in its passage")
         result.trace.note(f"declined: {why}; honest fallback")
         result.fallback, result.declined = True, best.answer
         return result
+
+    def _unknown_names(self, question: str, trace: Trace) -> set[str]:
+        """The question's names (``asked_names``) that the knowledge base never writes."""
+        asked = asked_names(question)
+        mentions = getattr(self.knowledge_base, "mentions", None)  # a bare search-only object mentions all
+        if not asked or mentions is None:
+            return set()
+        unknown = asked - set(mentions(asked))
+        if unknown:
+            trace.note(unmentioned_reason(sorted(unknown)))
+        return unknown
 
     def _as_read(self, passages: list[Passage], grades: list[ChunkGrade]) -> list[Strip]:
         """The passages as plain RAG reads them, one context entry each (cut to ``max_chars``),

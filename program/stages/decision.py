@@ -7,7 +7,8 @@ judges (a judge near AUC .70 that gates alone declines what plain RAG answers):
     CORRECT    the draft holds up: its confidence reaches ``accept`` and its own words stand in
                its passage (it is the answer; no further LM call)
     INCORRECT  nothing holds: the draft abstains, or its own words or the question's premise
-               are not in the passages it cites, or no passage reaches ``lower``
+               are not in the passages it cites, or no passage reaches ``lower``, or the
+               question names what the knowledge base never mentions (``unmentioned``)
     AMBIGUOUS  otherwise: part holds; the correction is added to what holds
 
 After the correction, the answer with the higher confidence is kept, and the program declines
@@ -48,9 +49,11 @@ class Decision:
 
 
 def holds_up(evidence: DraftEvidence, confidence: float, accept: float) -> bool:
-    """True when an answer may be given: it does not abstain, its confidence reaches ``accept``
-    and at least ``MIN_SUPPORT`` of its own words stand in its passage."""
-    return not evidence.abstained and confidence >= accept and evidence.support >= MIN_SUPPORT
+    """True when an answer may be given: it does not abstain, its confidence reaches ``accept``,
+    at least ``MIN_SUPPORT`` of its own words stand in its passage, and its sources write every
+    name the question asks about (``evidence.unmentioned`` is empty)."""
+    return (not evidence.abstained and confidence >= accept and evidence.support >= MIN_SUPPORT
+            and not evidence.unmentioned)
 
 
 def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
@@ -65,9 +68,9 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
         lower: the evaluator's lower threshold: no passage at or above it means nothing internal holds.
 
     Returns:
-        A ``Decision``; CORRECT exactly when the draft does not abstain, ``confidence >= accept``
-        and at least ``MIN_SUPPORT`` of its own words stand in its passage (a confident answer
-        whose words its source lacks, a truncated one, does not hold up).
+        A ``Decision``; CORRECT exactly when ``holds_up`` (a confident answer whose words its
+        source lacks, a truncated one, or one about a name the documents never write, does not
+        hold up).
 
     Raises:
         ValueError: ``accept`` or ``lower`` outside [0, 1].
@@ -76,6 +79,8 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
         raise ValueError(f"accept and lower must be in [0, 1], got accept={accept}, lower={lower}")
     if evidence.abstained:
         return Decision(Action.INCORRECT, 0.0, ["the draft says the passages do not answer"])
+    if evidence.unmentioned:
+        return Decision(Action.INCORRECT, confidence, [unmentioned_reason(evidence.unmentioned)])
     if holds_up(evidence, confidence, accept):
         return Decision(Action.CORRECT, confidence, [f"the draft holds up: confidence {confidence:.2f} >= accept {accept:.2f}",
                                                      evidence.summary()])
@@ -93,6 +98,11 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
     return Decision(Action.AMBIGUOUS, confidence, [f"confidence {confidence:.2f} < accept {accept:.2f}; "
                                                    "the draft's words and premise stand in its passages",
                                                    evidence.summary()])
+
+
+def unmentioned_reason(names: tuple[str, ...] | list[str]) -> str:
+    """The trace's reason for a question about names the sources never write."""
+    return "the knowledge base never mentions " + ", ".join(repr(n) for n in names)
 
 
 class Decider(dspy.Module):

@@ -11,7 +11,10 @@ in [0, 1], no LM call beyond the generation that wrote it):
 - ``token_probability``: how sure the reader was of its words (geometric mean of their token
   probabilities, ``program.lm.token_scores.field_text_probability``; 0.5 when the LM gives none);
 - ``passage_score``: the retrieval evaluator's score of the best cited passage (CRAG §4.2);
-- ``abstained``: the draft says the passages do not answer.
+- ``abstained``: the draft says the passages do not answer;
+- ``unmentioned``: the question's names that neither the knowledge base nor the draft's
+  passages ever write (``asked_names``): the documents cannot say what they never name, so
+  such a draft never holds up, however confident (not a feature: a gate).
 
 ``confidence`` combines them by logistic regression (``ConfidenceModel``); an abstaining draft
 has confidence 0. Selective question answering scores an answer's correctness the same way
@@ -25,6 +28,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from program.judges.features import entity_names
+from program.retrieval.mentions import mentioned_in, word_set
 from program.stages.generation import cited_numbers
 from program.stages.selfcheck import (VERDICT_VALUE, is_abstention, lexical_support, strip_citations,
                                       without_asked_entity)
@@ -54,6 +58,8 @@ class DraftEvidence:
         passage_score: the evaluator's best score among the cited passages (0.5 when ungraded).
         cited: 1.0 when the answer itself cites a passage with ``[n]``, else 0.0.
         abstained: the answer says the passages do not answer the question.
+        unmentioned: the question's names (``asked_names``) the caller found nowhere in the
+            knowledge base that its passages do not write either, sorted; ``()`` when none.
     """
 
     support: float = 0.0
@@ -64,6 +70,7 @@ class DraftEvidence:
     passage_score: float = 0.5
     cited: float = 0.0
     abstained: bool = False
+    unmentioned: tuple[str, ...] = ()
 
     def vector(self) -> list[float]:
         """The features in ``FEATURES`` order (the confidence model's input)."""
@@ -85,8 +92,24 @@ def premise_terms(question: str) -> set[str]:
     return {w for w in found if len(w) > 1}
 
 
+# Text the user quotes is theirs to give ("Translate 'thank you'"), not a name to look up.
+_QUOTED = re.compile(r"'[^']{3,}'|\"[^\"]{3,}\"|‘[^’]{3,}’|“[^”]{3,}”")
+
+
+def asked_names(question: str) -> set[str]:
+    """The question's names and code terms a knowledge base that answers it must write:
+    ``premise_terms`` without numbers (a user's own values: "a 302 redirect"), contractions
+    and words the user quotes.
+
+    ``"What's the Velero command to back up a namespace?"`` -> ``{"velero"}``.
+    """
+    quoted = set(words(" ".join(_QUOTED.findall(question))))
+    return {t for t in premise_terms(question) - quoted
+            if not any(ch.isdigit() for ch in t) and "'" not in t and "’" not in t}
+
+
 def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[str, float],
-                token_probability: float | None = None) -> DraftEvidence:
+                token_probability: float | None = None, unknown: set[str] | frozenset[str] = frozenset()) -> DraftEvidence:
     """The draft's checks (``DraftEvidence``) for ``answer`` written from numbered ``strips``.
 
     Args:
@@ -95,6 +118,9 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         strips: the context the answer was written from, numbered from 1.
         scores: the evaluator's score per passage id (missing or negative: ungraded).
         token_probability: the reader's answer probability, or None when the LM gave none.
+        unknown: the question's names the knowledge base never mentions
+            (``asked_names`` less ``KnowledgeBase.mentions``); those the passages do not write
+            either (web pages may) are the draft's ``unmentioned``.
     """
     if is_abstention(answer) or not strips:
         return DraftEvidence(abstained=True, token_probability=_or_half(token_probability))
@@ -118,6 +144,7 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         token_probability=_or_half(token_probability),
         passage_score=round(max(graded), 4) if graded else 0.5,
         cited=1.0 if cited else 0.0,
+        unmentioned=tuple(sorted(set(unknown) - mentioned_in(word_set(s.text for s in strips), unknown))),
     )
 
 

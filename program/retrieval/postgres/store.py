@@ -10,6 +10,7 @@ ingestion: :mod:`program.retrieval.postgres.ingest`.
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from psycopg import sql
 from program.retrieval.base import IndexNotFoundError
 from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
+from program.retrieval.mentions import forms, searchable
 from program.retrieval.postgres import schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import index_corpus
@@ -208,6 +210,19 @@ class PgVectorKnowledgeBase:
 
         return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]))
                 for r in self._db.run(run, what="search")]
+
+    def mentions(self, terms) -> set[str]:
+        """The ``terms`` that some live chunk's text or title holds as a word, in either number
+        (case-insensitive regular expression per term, as :meth:`program.retrieval.KnowledgeBase.mentions`
+        reads its word set); ``set()`` for no terms."""
+        asked = searchable(terms)
+        if not asked:
+            return set()
+        patterns = [r"\m(" + "|".join(re.escape(f) for f in forms(t)) + r")\M" for t in asked]
+        query = sql.SQL("SELECT t FROM unnest(%s::text[], %s::text[]) AS a(t, p) WHERE EXISTS "
+                        "(SELECT 1 FROM {c} WHERE text ~* p OR title ~* p)").format(c=self._names["chunks"])
+        rows = self._db.run(lambda c: c.execute(query, [asked, patterns]).fetchall(), what="mentions")
+        return {r[0] for r in rows}
 
     def candidate_terms(self, question: str, n: int = 12) -> list[str]:
         """The knowledge base's own terms nearest to ``question`` by cosine similarity (exact
