@@ -140,7 +140,7 @@ class StepRecorder(BaseCallback):
             self.emit("action", action=outputs.action, confidence=round(outputs.confidence, 4),
                       reasons=outputs.reasons, accept=inputs.get("accept"), lower=inputs.get("lower"))
         elif isinstance(instance, KnowledgeRefiner):
-            report = instance.last_report
+            report = outputs
             kept = {id(s) for s in report.kept}
             self.emit("strips", stage="corrected" if self._rewritten else "internal", kept=report.kept,
                       dropped=[s for s in report.graded if id(s) not in kept], threshold=report.threshold)

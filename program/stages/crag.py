@@ -348,9 +348,9 @@ class CRAG(dspy.Module):
         if not passages:
             return []
         with step(trace, name) as cost:
-            strips = self.refiner(question=question, passages=passages, relevant_ids=relevant_ids)
-            cost.notes = self.refiner.last_note
-        return strips
+            report = self.refiner(question=question, passages=passages, relevant_ids=relevant_ids)
+            cost.notes = report.note
+        return report.kept
 
     def _check_claims(self, result: CRAGResult, answer: str) -> CRAGResult:
         """Self-RAG's IsSup over the chosen answer's claims against the same evidence, the

@@ -14,7 +14,6 @@ answerable or not.)
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import dspy
@@ -37,7 +36,7 @@ class RefineReport:
     Attributes:
         graded: every strip the refinement made (kept or not), each with its relevance in
             [0, 1], or -1.0 when the pre-filter left it ungraded.
-        kept: the strips kept, best first (what ``forward`` returned).
+        kept: the strips kept, best first.
         threshold: the keep threshold in force.
         note: one line for the step's notes.
     """
@@ -50,9 +49,6 @@ class RefineReport:
 
 # The last refinement's report, per thread and per asyncio task: one loaded program answers
 # many questions at once, so this cannot live on the (shared) module.
-_LAST_REPORT: ContextVar[RefineReport] = ContextVar("refine_report", default=RefineReport())
-
-
 def _holds(source: str, copy: str) -> bool:
     """True when ``copy`` stands in ``source`` as whole words (case-insensitive): "5" is not a
     copy out of "1958"."""
@@ -139,8 +135,8 @@ class KnowledgeRefiner(dspy.Module):
             pre-filtered strips; ``cascade``: the pre-filtered strips whose trained score is in
             the band), and its score then stands.
 
-    ``forward(question, passages, relevant_ids=())``: the ids of passages the evaluator graded
-    relevant. With trained strip scores, when no strip reaches the threshold but such a
+    ``forward(question, passages, relevant_ids=()) -> RefineReport`` (its ``kept`` strips, best
+    first; ``relevant_ids``: the ids of passages the evaluator graded relevant). With trained strip scores, when no strip reaches the threshold but such a
     passage exists, its best-scoring strips (up to ``fallback_strips``) are kept anyway: the
     evaluator's confidence in the passage outranks the strip judge's doubt about each
     sentence. An LM strip grade of NONE is not rescued here: ``CRAG`` first runs the correction
@@ -149,15 +145,15 @@ class KnowledgeRefiner(dspy.Module):
 
     Before decomposition, sentences that address the model ("Ignore all previous instructions
     and ...", "Note to AI assistants: ...") are set aside (``program.stages.instructions``) and counted
-    in ``last_note``: they are never strips, whatever a judge would score them.
+    in the report's ``note``: they are never strips, whatever a judge would score them.
 
     Edge behaviour: a strip whose LM grading output cannot be parsed scores 0 (dropped:
-    unverified knowledge is not used) and ``last_note`` counts it. When no strip reaches
+    unverified knowledge is not used) and the report's ``note`` counts it. When no strip reaches
     the threshold and no passage was graded relevant, nothing is kept: an irrelevant source
     contributes nothing. Kept strips are ordered by score, best first (ties in source order).
 
     Example:
-        >>> strips = KnowledgeRefiner(embedder)(question="Who wrote Dune?", passages=passages)
+        >>> strips = KnowledgeRefiner(embedder)(question="Who wrote Dune?", passages=passages).kept
     """
 
     def __init__(self, embedder=None, prefilter_top: int = 4, max_strips: int = 4, keep_threshold: float = 0.5,
@@ -172,17 +168,7 @@ class KnowledgeRefiner(dspy.Module):
         self.keep_threshold = keep_threshold
         self.strip_words = strip_words
 
-    @property
-    def last_report(self) -> RefineReport:
-        """The ``RefineReport`` of the last ``forward`` in this thread (or asyncio task)."""
-        return _LAST_REPORT.get()
-
-    @property
-    def last_note(self) -> str:
-        """One line on the last ``forward`` in this thread: strips scored, by whom, kept, threshold."""
-        return _LAST_REPORT.get().note
-
-    def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> list[Strip]:
+    def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> RefineReport:
         # sentences that address the model are not knowledge (program.stages.instructions)
         cleaned = [set_aside_instructions(p) for p in passages]
         passages, set_aside = [p for p, _ in cleaned], sum(len(r) for _, r in cleaned)
@@ -214,8 +200,7 @@ class KnowledgeRefiner(dspy.Module):
         note = (f"scored {len(graded)} of {len(strips)} strips ({len(ask)} by the LM), kept {len(kept)} "
                 f"at threshold {threshold}" + rescued + (f"; {failures} unparseable" if failures else "")
                 + (f"; set aside {set_aside} sentence(s) addressing the model" if set_aside else ""))
-        _LAST_REPORT.set(RefineReport(graded=strips, kept=kept, threshold=threshold, note=note))
-        return kept
+        return RefineReport(graded=strips, kept=kept, threshold=threshold, note=note)
 
     def nearest(self, question: str, passages: list[Passage], n: int | None = None) -> list[Strip]:
         """The ``n`` strips of ``passages`` nearest the question (default ``fallback_strips``), no LM call.
