@@ -21,9 +21,18 @@ MANY = ("Acme Rockets was founded by Jane Roe in 1999 in Ohio. Jane Roe first bu
 
 
 def crag(texts=(FOUNDING,), web=None, **caps):
-    program = CRAG(ListKnowledgeBase(list(texts)), web=web)
-    apply_caps(program, QuestionCaps(**caps))
-    return program
+    return CRAG(ListKnowledgeBase(list(texts)), web=web, caps=QuestionCaps(**caps))
+
+
+def test_caps_given_at_construction_reach_every_part_as_apply_caps_sets_them():
+    caps = QuestionCaps(web_pages=1, strips=2, claims=3, seconds=9.0)
+    built, applied = crag(web_pages=1, strips=2, claims=3, seconds=9.0), CRAG(ListKnowledgeBase([FOUNDING]))
+    apply_caps(applied, caps)
+    for program in (built, applied):
+        assert (program.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
+               (caps, 1, 2, 3)
+    default = CRAG(ListKnowledgeBase([FOUNDING]), web_k=3)
+    assert default.caps is None and (default.web_searcher.k, default.refiner.max_strips, default.checker.max_claims) == (3, 4, 8)
 
 
 def test_the_caps_come_from_the_environment_and_refuse_bad_values(monkeypatch):

@@ -41,3 +41,23 @@ def test_the_committed_compiles_rewrite_is_traced_as_the_correction(fake_lm):
     events = [(e["event"], e.get("stage")) for e in recorder.events]
     assert ("rewrite", None) in events and events.index(("rewrite", None)) < events.index(("web", None))
     assert [stage for name, stage in events if name == "strips"] == ["corrected"]
+
+
+def test_the_factory_sets_every_setting_at_construction(monkeypatch):
+    """``self_check`` and the compile's thresholds are constructor arguments, never set afterwards."""
+    import program.app.factory as factory
+    from program.stages.crag import CRAG
+
+    built = []
+    real_init = CRAG.__init__
+
+    def recording_init(self, *args, **kwargs):
+        built.append(kwargs)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(CRAG, "__init__", recording_init)
+    from tests.conftest import ListKnowledgeBase
+
+    for mode, checks in (("crag", False), ("self-crag", True)):
+        program = factory.build_program(mode, compiled_dir=None, knowledge_base=ListKnowledgeBase(["x"]), web="none")
+        assert built[-1]["self_check"] is checks and program.self_check is checks

@@ -271,27 +271,28 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     # judges adapted to this knowledge base from its own documents, else the compile's own
     judges = load_adapted(directory, knowledge_base) or load_judges(directory)
-    # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
-    # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
-    program = CRAG(None, **kwargs)
-    load_state(program, directory / STATE_FILE)
-    program.knowledge_base = knowledge_base
-    program.web_searcher.backend = resources.resolve_web(web)
-    program.refiner.embedder = embedder if embedder is not None else resources.embedder()
+    embedder = embedder if embedder is not None else resources.embedder()
     if judges is not None:
-        judges.embedder = program.refiner.embedder
-        judges.use_corpus(program.knowledge_base)
-        program.judges = judges
+        judges.embedder = embedder
+        judges.use_corpus(knowledge_base)
     else:
         warnings.warn(f"{directory} holds no {JUDGES_FILE}: passages are scored by retrieval similarity and every other judgment is asked of the LM "
                       "(train the judges: python -m optimize.compile --only judges)", stacklevel=2)
-    thresholds = evaluator_thresholds(manifest, judges, program.knowledge_base)
-    program.upper = kwargs.get("upper", thresholds.get("upper", 0.6))
-    program.lower = kwargs.get("lower", thresholds.get("lower", 0.2))
-    program.evaluator.probabilities = bool(thresholds.get("probabilities"))
-    confidence, accept = load_confidence(directory, program.knowledge_base)
-    program.confidence = kwargs.get("confidence") or confidence
-    program.accept = kwargs.get("accept", accept)
+    # every setting at construction: the compile's, then the caller's
+    thresholds = evaluator_thresholds(manifest, judges, knowledge_base)
+    confidence, accept = load_confidence(directory, knowledge_base)
+    settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2),
+                "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
+                **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
+    # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
+    # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
+    program = CRAG(None, **settings)
+    load_state(program, directory / STATE_FILE)
+    program.knowledge_base = knowledge_base
+    program.web_searcher.backend = resources.resolve_web(web)
+    program.refiner.embedder = embedder
+    if judges is not None:
+        program.judges = judges
     return program
 
 

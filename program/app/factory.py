@@ -43,12 +43,12 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
         return ClosedBook()
     kb = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     settings["decide_retrieval"] = decide_retrieval and mode in CRAG_MODES
+    settings["self_check"] = mode == "self-crag"
     if compiled_dir and has_compiled(compiled_dir):
         crag = load_compiled(compiled_dir, knowledge_base=kb, web=web, **settings)
     else:
         crag = CRAG(kb, web=resources.resolve_web(web), embedder=resources.embedder(), **settings)
     if mode in CRAG_MODES:
-        crag.self_check = mode == "self-crag"
         return crag
     if mode == "langgraph":
         baseline = LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.k)

@@ -72,6 +72,11 @@ class CRAG(dspy.Module):
         judges: a ``program.judges.JudgeSet`` (``load_compiled`` loads the compiled one): the
             trained passage, strip and support judges; None scores passages by retrieval
             similarity and judges strips and claims with the LM Signatures.
+        probabilities: the evaluator asks the LM's yes/no probability where it asks the LM
+            (the compile's calibration says whether that pays).
+        caps: the per-question caps (``program.guards.caps.QuestionCaps``: seconds, tokens, LM
+            calls, and the web pages, strips and claims kept, which replace ``web_k``); None
+            reads them from the environment at each question, with the parts' defaults.
 
     The route (CRAG §4.3, with the draft as evidence):
         1. retrieve ``k`` passages; set aside sentences addressing the model; score each passage
@@ -110,7 +115,8 @@ class CRAG(dspy.Module):
     def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
                  decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None,
-                 accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500):
+                 accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500,
+                 probabilities: bool = False, caps: QuestionCaps | None = None):
         super().__init__()
         if not 0.0 <= accept <= 1.0:
             raise ValueError(f"accept must be in [0, 1], got {accept}")
@@ -119,15 +125,16 @@ class CRAG(dspy.Module):
         self.accept, self.max_chars = accept, max_chars
         self.confidence = confidence or ConfidenceModel()
         self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
+        self.caps = caps
         self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
-        self.evaluator = RetrievalEvaluator()
+        self.evaluator = RetrievalEvaluator(probabilities=probabilities)
         self.action_decider = Decider()
         self.instruction_filter = InstructionFilter()
-        self.refiner = KnowledgeRefiner(embedder)
-        self.web_searcher = WebSearcher(web, k=web_k)
+        self.refiner = KnowledgeRefiner(embedder, max_strips=caps.strips if caps else 4)
+        self.web_searcher = WebSearcher(web, k=caps.web_pages if caps else web_k)
         self.generator = AnswerGenerator()
-        self.checker = ClaimChecker()
+        self.checker = ClaimChecker(max_claims=caps.claims if caps else 8)
         self.usefulness = UsefulnessJudge()
         self.attributor = Attributor()
         self.judges = judges
@@ -167,7 +174,7 @@ class CRAG(dspy.Module):
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
         trace = Trace(judges=self.judges_report())
-        with guarded(getattr(self, "caps", None) or QuestionCaps.from_env()) as guard, inputs_as_data():
+        with guarded(self.caps or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
                 return self._forward(question, trace)
             except CapReached as cap:  # bounded work (program.guards.caps): stop with the honest fallback
