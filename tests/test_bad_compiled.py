@@ -164,7 +164,7 @@ def test_a_missing_folder_is_refused_before_anything_loads(tmp_path, capsys, mon
 
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", str(tmp_path / "gone")]) == 2
-    assert capsys.readouterr().err == f"error: no compiled program in {tmp_path / 'gone'}\n"
+    assert capsys.readouterr().err == f"error: --compiled {tmp_path / 'gone'}: no compiled program there\n"
     with pytest.raises(FileNotFoundError, match="python -m optimize.compile"):
         load_compiled(tmp_path / "gone", knowledge_base=ListKnowledgeBase([]), web=None, embedder=None)
 

@@ -113,3 +113,48 @@ def test_the_previous_index_survives_a_broken_update(tmp_path, embedder):
     assert (out / "manifest.json").read_bytes() == before
     assert KnowledgeBase.load(out, embedder).search("refund", 1)[0].text.startswith("A refund takes five")
 
+
+
+LEFT_OUT = ["note: left out a.md: symlink loop", "note: left out b.md: symlink loop",
+            "note: left out notes.pdf: unsupported type .pdf", "note: left out p.md: not a regular file (FIFO)"]
+
+
+@pytest.fixture
+def folder_with_strays(tmp_path):
+    """A readable document beside a symlink loop, a FIFO (which would block a read for ever) and a PDF."""
+    import os
+
+    from tests.service_process import write_docs
+
+    docs = write_docs(tmp_path / "d")
+    (docs / "a.md").symlink_to("b.md")
+    (docs / "b.md").symlink_to("a.md")
+    os.mkfifo(docs / "p.md")
+    (docs / "notes.pdf").write_bytes(b"%PDF-1.4")
+    return docs
+
+
+@pytest.mark.parametrize("command", ["index", "ask"])
+def test_every_file_left_out_is_named_with_why_and_counted(command, folder_with_strays, tmp_path, served_fake_lm):
+    docs = folder_with_strays
+    argv = (["index", str(docs), "--out", str(tmp_path / "ix"), "--no-adapt"] if command == "index" else
+            ["ask", "Who founded Acme Rockets?", "--kb", str(docs), "--model", "openai/fake", "--api-base",
+             served_fake_lm.base, "--compiled", "none", "--web", "none", "--no-cache"])
+    run = subprocess.run([sys.executable, "-m", "program", *argv], cwd=ROOT, env=program_env(tmp_path / "cache"),
+                         capture_output=True, text=True, timeout=300)  # a read of the FIFO would hang here
+    assert run.returncode == 0, run.stderr
+    notes = [line for line in run.stderr.splitlines() if line.startswith("note: ") and "left out" in line]
+    assert notes == LEFT_OUT + [f"note: 4 file(s) left out of {docs}; the rest was read"]
+    first = run.stdout.splitlines()[0]
+    assert first == (f"indexed 2 chunks from {docs} into {tmp_path / 'ix'}" if command == "index"
+                     else "Acme Rockets was founded by Jane Roe [1].")
+
+
+def test_a_fifo_as_the_corpus_is_refused_at_once(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "kb.jsonl")
+    run = subprocess.run([sys.executable, "-m", "program", "index", str(tmp_path / "kb.jsonl"), "--out",
+                          str(tmp_path / "ix")], cwd=ROOT, env=program_env(tmp_path / "cache"),
+                         capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stderr) == (2, f"error: corpus path {tmp_path / 'kb.jsonl'} is not a regular file (FIFO)\n")

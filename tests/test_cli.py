@@ -105,9 +105,9 @@ def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
 
 @pytest.mark.parametrize("args, message", [
     (["--web", "tavily"], "error: tavily: TAVILY_API_KEY is not set"),
-    (["--compiled", "no/such/folder"], "error: no compiled program in no/such/folder"),
-    (["-k", "0"], "error: -k must be between 1 and 50, got 0"),
-    (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
+    (["--compiled", "no/such/folder"], "error: --compiled no/such/folder: no compiled program there"),
+    (["-k", "0"], "error: -k must be at least 1 and at most 20, got 0"),
+    (["--concurrency", "0"], "error: --concurrency must be at least 1 and at most 256, got 0"),
 ])
 def test_serve_refuses_bad_flags_in_one_line_before_loading_a_model(args, message, capsys, monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)

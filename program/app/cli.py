@@ -38,8 +38,15 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-export", choices=("mlflow",), help="also send DSPy's traces to MLflow (pip install mlflow)")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad usage is one line naming the flag and the problem, exit 2 (argparse prints the usage too)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m program", description=__doc__)
+    parser = _OneLineParser(prog="python -m program", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser("ask", help="answer one question with CRAG")
     ask.add_argument("question")
@@ -54,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-queue", type=int, default=64, help="questions waiting at most; more get 503 (default 64)")
     serve.add_argument("--timeout", type=float, default=300.0,
                        help="seconds a question may take, waiting included; then 504 (default 300)")
+    serve.add_argument("--read-timeout", type=float, default=30.0,
+                       help="seconds a client may take to send its request body; then 408 (default 30)")
     _program_options(serve)
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
     index.add_argument("path")
@@ -82,7 +91,8 @@ def _ask(args) -> int:
     # lazy on purpose: dspy, torch and the model load only for the subcommand that needs them, so --help and a refused question answer at once
     import dspy
 
-    from program.app.startup import SetupError, build_program_from_flags, check_setup
+    from program.app import resources
+    from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
     from program.app.tracing import JsonlTrace, StepRecorder
     from program.lm.configure import configure_lm
     from program.lm.retry import LMServiceError
@@ -96,6 +106,7 @@ def _ask(args) -> int:
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    report_left_out(resources.kb_location(args.kb))
     report = program.judges_report() if hasattr(program, "judges_report") else {}
     if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"]["passage"] not in ("lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
@@ -150,11 +161,14 @@ def judges_line(report: dict) -> str:
 
 
 def _serve(args) -> int:
-    # (the subcommands' modules load dspy, torch and the service: only the one asked for)
-    from program.app.service.run import serve
-    from program.app.startup import SetupError
+    from program.app.flags import SetupError, check_program_flags, check_serve_flags
 
     try:
+        check_serve_flags(args)  # before importing the service: a bad flag answers at once
+        check_program_flags(args)
+        # (the subcommands' modules load dspy, torch and the service: only the one asked for)
+        from program.app.service.run import serve
+
         return serve(args)
     except SetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -164,14 +178,15 @@ def _serve(args) -> int:
 def _index(args) -> int:
     # lazy on purpose, as in _ask: the index command's modules only
     from program.app import resources
+    from program.app.flags import SetupError, check_index_flags
+    from program.app.startup import report_left_out
     from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
     from program.retrieval.postgres.url import is_database_url
 
-    if args.questions < 0 or args.time_cap <= 0:  # refused before any indexing
-        print("error: --questions must be 0 or more and --time-cap positive", file=sys.stderr)
-        return 2
-    if not 0.0 <= args.decline < 1.0 or args.operating_questions < 1:
-        print("error: --decline must be in [0, 1) and --operating-questions at least 1", file=sys.stderr)
+    try:  # refused before any indexing
+        check_index_flags(args)
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     target = resources.kb_location(args.kb)
     try:
@@ -180,6 +195,7 @@ def _index(args) -> int:
             from program.retrieval.postgres import PgVectorKnowledgeBase
 
             with PgVectorKnowledgeBase.build(args.path, target) as kb:
+                report_left_out(args.path)
                 r = kb.last_ingest
                 print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
                       f"updated, {r.unchanged} unchanged, {len(r.removed)} removed, {r.embedded} chunks embedded")
@@ -195,6 +211,7 @@ def _index(args) -> int:
         print(f"error: cannot write the index of {args.path} into {args.out or resources.index_dir_for(Path(args.path))}: "
               f"{exc.strerror or exc}; the previous index is unchanged", file=sys.stderr)
         return 2
+    report_left_out(args.path)
     out = args.out or resources.index_dir_for(Path(args.path))
     print(f"indexed {len(kb)} chunks from {args.path} into {out}")
     return _adapt(args, kb)
@@ -232,7 +249,7 @@ def _operating_point(args, kb, compiled: Path) -> int:
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import save_operating_point, set_operating_point
 
-    rows = write_questions(kb, n=args.questions, time_cap=args.time_cap, log=lambda *_: None)  # cached: no call
+    rows = write_questions(kb, n=args.questions, time_cap=0.0, log=lambda *_: None, progress=False)  # the cache: no call
     questions = [r["question"] for r in rows if r.get("kept")][: args.operating_questions]
     if not questions:
         print("note: no written question was kept; the compile's operating point stays", file=sys.stderr)

@@ -11,18 +11,17 @@ from pathlib import Path
 from program.app import resources
 from program.app.compiled import COMPILED_DIR, CompiledError, has_compiled
 from program.app.factory import build_program
+from program.app.flags import SetupError, check_program_flags
 from program.app.tracing import enable_exporter
 from program.env import env_flag
 from program.guards.caps import QuestionCaps, apply_caps
 from program.judges import JudgesFileError
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
+from program.retrieval.corpus import left_out
+from program.retrieval.postgres.url import is_database_url
 from program.web.base import WebSearchError
 from program.web.config import WebConfig
 from program.web.registry import build_backend
-
-
-class SetupError(Exception):
-    """A flag, file or backend the program cannot start with; the message is one line for the user."""
 
 
 def web_config(args):
@@ -42,14 +41,26 @@ def check_setup(args):
     except (WebSearchError, ValueError) as exc:
         raise SetupError(str(exc)) from None
     if args.compiled and args.compiled != "none" and not has_compiled(args.compiled):
-        raise SetupError(f"no compiled program in {args.compiled}")
-    if args.k is not None and not 1 <= args.k <= 50:
-        raise SetupError(f"-k must be between 1 and 50, got {args.k}")
+        raise SetupError(f"--compiled {args.compiled}: no compiled program there")
+    check_program_flags(args)
     try:
         QuestionCaps.from_env()
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     return config
+
+
+def report_left_out(source) -> int:
+    """Print one ``note:`` line on stderr per file the corpus folder ``source`` leaves out (and why),
+    then their count; a database URL or None (the PopQA knowledge base) prints nothing. Returns the count."""
+    if not source or is_database_url(str(source)):
+        return 0
+    lines = left_out(source)
+    for line in lines:
+        print(f"note: left out {line}", file=sys.stderr)
+    if lines:
+        print(f"note: {len(lines)} file(s) left out of {source}; the rest was read", file=sys.stderr)
+    return len(lines)
 
 
 def build_program_from_flags(args, config, *, decide_retrieval: bool | None = None):

@@ -21,8 +21,9 @@ Errors: :class:`CorpusError` (a ``ValueError``) whose one-line message names the
 and the problem: a missing path, a broken or looping symlink, an unreadable file, a binary or
 non-UTF-8 file, a document over the size cap, a malformed JSONL line (1-based line number), a
 duplicate document id, a single file with an unsupported extension, or a corpus with no
-non-empty document (the message lists what was skipped). Unsupported files and unresolvable
-symlinks inside a folder are skipped and listed in the optional ``report`` dict.
+non-empty document (the message lists what was skipped). Unsupported files, unresolvable
+symlinks, FIFOs, sockets and devices inside a folder are skipped (never opened), listed in the
+optional ``report`` dict and by ``left_out``; a corpus path that is a FIFO is refused.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import json
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,17 +108,32 @@ def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
         if p.is_symlink():
             raise CorpusError(f"corpus path {p} is a {_symlink_problem(p)}")
         raise CorpusError(f"corpus path does not exist: {p}")
+    if not p.is_file() and not p.is_dir():  # a FIFO would block the read for ever
+        raise CorpusError(f"corpus path {p} is {_special_kind(p)}")
     if p.is_file():
         if p.suffix.lower() not in SUPPORTED_EXTS:
             raise CorpusError(f"unsupported corpus file type {p.suffix!r}: {p} "
                               f"(supported: {', '.join(sorted(SUPPORTED_EXTS))})")
         return [p], []
     files, skipped = [], []
-    for f in sorted(x for x in p.rglob("*") if x.is_file() or (x.is_symlink() and not x.exists())):
+    # everything but folders: FIFOs, sockets, devices and unresolvable symlinks are skipped, never opened
+    for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
         if any(part.startswith(".") for part in f.relative_to(p).parts):
             continue  # hidden files and folders (.git, editor swap files)
-        (files if f.suffix.lower() in SUPPORTED_EXTS and f.exists() else skipped).append(f)
+        (files if f.suffix.lower() in SUPPORTED_EXTS and f.is_file() else skipped).append(f)
     return files, skipped
+
+
+def _special_kind(p: Path) -> str:
+    """What a path that is neither a regular file nor a folder is, e.g. ``"not a regular file (FIFO)"``."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return "not a regular file"
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+             (stat.S_ISBLK, "block device"))
+    kind = next((name for test, name in kinds if test(mode)), "")
+    return f"not a regular file ({kind})" if kind else "not a regular file"
 
 
 def _symlink_problem(p: Path) -> str:
@@ -134,7 +151,19 @@ def _symlink_problem(p: Path) -> str:
 def _skip_reason(f: Path) -> str:
     if f.is_symlink() and not f.exists():
         return _symlink_problem(f)
+    if not f.is_file():
+        return _special_kind(f)
     return f"unsupported type {f.suffix or '(none)'}"
+
+
+def left_out(path: str | Path) -> list[str]:
+    """The files under the folder ``path`` the loader skips, one ``"name: why"`` each (``[]`` for a
+    single file or a missing path): unsupported types, broken or looping symlinks, FIFOs, sockets,
+    devices. Hidden files and folders are not listed."""
+    root = Path(path)
+    if not root.is_dir():
+        return []
+    return [f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in list_source_files(root)[1]]
 
 
 def load_documents(path: str | Path, report: dict | None = None, progress=None) -> list[Document]:
