@@ -193,6 +193,24 @@ def service(served_fake_lm, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tight_service(served_fake_lm, tmp_path_factory):
+    """A second ``serve`` process whose operator set tight limits: the offline web snapshot as its
+    only backend, ``-k 2``, retrieve-or-not on, one question at a time and none waiting
+    (``--max-queue 0``), 3 s per question, 1 s to send a request body."""
+    from tests.service_process import ServiceProcess, program_env, write_docs
+
+    root = tmp_path_factory.mktemp("tight-service")
+    docs = write_docs(root / "docs")
+    process = ServiceProcess(["--model", "openai/fake", "--api-base", served_fake_lm.base, "--kb", str(docs),
+                              "--compiled", "none", "--web", "snapshot", "-k", "2", "--decide-retrieval", "--concurrency", "1",
+                              "--max-queue", "0", "--timeout", "3", "--read-timeout", "1", "--no-cache"],
+                             program_env(root / "cache"), root / "serve.log")
+    process.docs, process.root = docs, root
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
 def pg_server(tmp_path_factory):
     """A real PostgreSQL 16 + pgvector server on a temporary data directory, for the whole session."""
     from tests.postgres import start

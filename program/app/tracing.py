@@ -23,8 +23,9 @@ claims             ``claims`` (text, support, cited, kept, score), ``retry``
 usefulness         ``score`` (Self-RAG's IsUse, in [0, 1])
 =================  =========================================================================
 
-The caller adds the last event with ``emit``: ``result`` (``result``: the whole
-``CRAGResult.to_dict()``) or ``error`` (``status``, ``detail``).
+The caller adds the last event with ``finish`` (or ``emit``): ``result`` (``result``: the whole
+``CRAGResult.to_dict()``) or ``error`` (``status``, ``detail``); the service's is always there,
+a question stopped because its client went away included (``error``, status 499).
 
 Every event also carries ``event`` (its name), ``t`` (seconds since the recorder was made),
 ``time`` (UTC, ISO 8601), ``lm_calls`` (LM calls so far) and, when given, ``request``.
@@ -90,16 +91,30 @@ class StepRecorder(BaseCallback):
         self._rewritten = False
         self._answers = 0
         self._checks = 0
+        self._delivering = threading.Lock()
+        self._finished = False
 
     def emit(self, event: str, **data) -> dict:
-        """Build the event, hand it to every sink, and return it."""
+        """Build the event, hand it to every sink, and return it (after ``finish``: to none)."""
+        return self._deliver(event, data, last=False)
+
+    def finish(self, event: str, **data) -> dict:
+        """Emit the question's last event (``result`` or ``error``): a step that a stopped question
+        had under way, in its worker thread, reports nothing after it."""
+        return self._deliver(event, data, last=True)
+
+    def _deliver(self, event: str, data: dict, last: bool) -> dict:
         record = {"event": event, "t": round(time.perf_counter() - self.started, 3),
                   "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                   "lm_calls": self.lm_calls, **({"request": self.request} if self.request else {}),
                   **{k: _plain(v) for k, v in data.items()}}
-        self.events.append(record)
-        for sink in self.sinks:
-            sink(record)
+        with self._delivering:  # the worker thread's events and the caller's last one, one at a time
+            if self._finished:
+                return record
+            self._finished = last
+            self.events.append(record)
+            for sink in self.sinks:
+                sink(record)
         return record
 
     # ---- DSPy callbacks ----------------------------------------------------------------------

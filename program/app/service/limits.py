@@ -1,6 +1,10 @@
-"""Limits and error bodies: the request body cap, and every error as ``{"detail": "one line"}``."""
+"""Limits and error bodies: the request body's size cap and read timeout, and every error as
+``{"detail": "one line"}``."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -9,19 +13,27 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 # A question is at most 2,000 characters: 16 KB holds it, escaped, with every option.
 MAX_BODY_BYTES = 16 * 1024
+DEFAULT_READ_TIMEOUT = 30.0
+
+log = logging.getLogger("program.service")
 
 
 def _too_large() -> str:
     return f"the request body is over the {MAX_BODY_BYTES}-byte limit"
 
 
-class BodySizeLimit:
-    """ASGI middleware capping request bodies at ``MAX_BODY_BYTES``: a body announced larger
-    (``Content-Length``) gets a JSON 413 before it is read; a chunked one is counted as it
-    arrives and refused with the same 413 (an ``HTTPException`` the handlers below answer)."""
+class BodyLimits:
+    """ASGI middleware bounding request bodies.
 
-    def __init__(self, app):
-        self.app = app
+    Size: a body announced larger than ``MAX_BODY_BYTES`` (``Content-Length``) gets a JSON 413
+    before it is read; a chunked one is counted as it arrives and refused with the same 413.
+    Time: each part of the body must arrive within ``read_timeout`` seconds, else 408 and the
+    connection is closed (a client that announces a body and sends nothing holds no worker).
+    Both are ``HTTPException``s the handlers below answer.
+    """
+
+    def __init__(self, app, read_timeout: float = DEFAULT_READ_TIMEOUT):
+        self.app, self.read_timeout = app, read_timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -29,17 +41,24 @@ class BodySizeLimit:
         length = dict(scope.get("headers") or []).get(b"content-length", b"")
         if length.isdigit() and int(length) > MAX_BODY_BYTES:
             return await JSONResponse({"detail": _too_large()}, status_code=413)(scope, receive, send)
-        received = 0
+        received, complete = 0, False
 
-        async def counted():
-            nonlocal received
-            message = await receive()
+        async def bounded():
+            nonlocal received, complete
+            if complete:  # after the body: waiting for a disconnect has no deadline
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.read_timeout)
+            except TimeoutError:
+                raise HTTPException(408, f"the request body did not arrive within {self.read_timeout:g} s",
+                                    headers={"Connection": "close"}) from None
             received += len(message.get("body", b""))
+            complete = message["type"] != "http.request" or not message.get("more_body", False)
             if received > MAX_BODY_BYTES:
                 raise HTTPException(413, _too_large())
             return message
 
-        return await self.app(scope, counted, send)
+        return await self.app(scope, bounded, send)
 
 
 def _one_line(error: dict) -> str:
@@ -54,8 +73,9 @@ def _one_line(error: dict) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """422 for a body that breaks the rules, one line per problem joined by '; '; HTTP errors
-    keep their status with ``{"detail": ...}``."""
+    """422 for a body that breaks the rules or does not parse (one line per problem joined by '; ');
+    HTTP errors keep their status with ``{"detail": ...}``; anything unexpected is a 500 saying
+    no more than that (its traceback goes to the operator's log)."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -63,5 +83,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+            # FastAPI's "error parsing the body": bytes that are not UTF-8, so not JSON
+            return JSONResponse({"detail": "the body is not valid JSON"}, status_code=422)
         detail = _too_large() if exc.status_code == 413 else str(exc.detail)
         return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.error("%s %s: unexpected %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return JSONResponse({"detail": "internal error"}, status_code=500)

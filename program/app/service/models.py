@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
+from program.app.flags import MAX_K
 from program.guards.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, validate_question
 from program.web.config import BACKEND_NAMES
 
-MAX_K = 20
-
 
 class AskRequest(BaseModel):
-    """A question and its options. Unknown fields are refused (422), as are out-of-range values.
+    """A question and its options. Unknown fields are refused (422), as are out-of-range values and
+    values of another JSON type (strict: ``"3"`` is no integer, ``1`` no boolean).
 
     Options left out (null) take the server's settings (its ``-k``, ``--web``,
-    ``--decide-retrieval``; the self-check is on by default).
+    ``--decide-retrieval``; the self-check is on). A server narrows this schema to what its
+    operator allows (``for_server``): a request may ask for less, never more.
     """
 
-    model_config = ConfigDict(extra="forbid",
+    model_config = ConfigDict(extra="forbid", strict=True,
                               json_schema_extra={"examples": [{"question": "What is Herlyn Espinal's occupation?"}]})
 
     question: str = Field(description=f"the question; not empty, at most {MAX_QUESTION_CHARS} characters once stripped, "
@@ -37,6 +38,28 @@ class AskRequest(BaseModel):
     @classmethod
     def _question_rules(cls, value: str) -> str:
         return validate_question(value)  # QuestionError is a ValueError: a 422 with its message
+
+
+def _a_boolean(value):
+    # Literal[False] alone would take 0 for false
+    if value is not None and not isinstance(value, bool):
+        raise ValueError("Input should be a valid boolean")
+    return value
+
+
+def for_server(k: int, web: str, decide_retrieval: bool) -> type[AskRequest]:
+    """``AskRequest`` narrowed to what a server started with ``-k k``, ``--web web`` and
+    ``--decide-retrieval`` (or not) may do: ``k`` at most the server's, ``web`` 'none' or the
+    server's backend, ``decide_retrieval`` true only where the operator turned it on (it may answer
+    without sources). The OpenAPI schema then states exactly what a client may ask for."""
+    webs = tuple(dict.fromkeys(("none", web)))
+    decide = bool if decide_retrieval else Annotated[Literal[False], BeforeValidator(_a_boolean)]
+    return create_model(
+        "AskRequest", __base__=AskRequest, __doc__=AskRequest.__doc__,
+        k=(int | None, Field(None, ge=1, le=k, description=f"passages retrieved and graded; at most {k} (the server's)")),
+        web=(Literal[webs] | None, Field(None, description="'none' for no web; else the server's own backend only")),
+        decide_retrieval=(decide | None, Field(None, description="first ask whether the question needs sources at "
+                                                                 "all; true only on a server started with it")))
 
 
 class ErrorBody(BaseModel):
@@ -57,12 +80,13 @@ class QueueHealth(BaseModel):
 class Health(BaseModel):
     """What the service loaded and how busy it is."""
 
-    status: Literal["ok"] = "ok"
-    lm: str = Field(description="the language model, e.g. embedded-1.5b or openai/gpt-4o-mini")
+    status: Literal["ready", "busy"] = Field(description="ready, or busy: the queue is full and questions get 503")
+    lm: str = Field(description="the language model, e.g. embedded-1.5b or openai/gpt-4o-mini (never its address)")
     embedded_lm: bool = Field(description="true for the in-process model (requests queue for it)")
-    knowledge_base: dict = Field(description="source, index folder and number of chunks")
-    compiled: dict | None = Field(description="the compile loaded (folder, LM, date, DSPy version, dev score); "
-                                              "null when the signatures are uncompiled")
+    knowledge_base: dict = Field(description="its name (the corpus folder's or file's name, the database table's, "
+                                             "never a path) and number of chunks")
+    compiled: dict | None = Field(description="the compile loaded (its folder's name, LM, date, DSPy version, dev "
+                                              "score); null when the signatures are uncompiled")
     web: str = Field(description="the default web backend ('none' when off)")
     thresholds: dict = Field(description="the evaluator's lower and upper thresholds")
     judges: dict = Field(default_factory=dict,

@@ -1,20 +1,26 @@
-"""``python -m program serve``: load the program once, then serve it with uvicorn."""
+"""``python -m program serve``: check the flags, take the port, load the program once, then serve it with uvicorn."""
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import sys
+from pathlib import Path
 
 import uvicorn
 
+from program.app import resources
 from program.app.compiled import COMPILED_DIR, has_compiled, read_manifest
+from program.app.flags import SetupError, check_serve_flags
 from program.app.service.app import create_app
 from program.app.service.runner import QuestionRunner
-from program.app.startup import SetupError, build_program_from_flags, check_setup
+from program.app.startup import build_program_from_flags, check_setup, report_left_out
 from program.app.tracing import JsonlTrace
 from program.env import env_flag
 from program.lm.configure import configure_lm, model_name
 from program.lm.model_files import EMBEDDED_MODELS
+from program.retrieval.postgres.url import DatabaseURL, is_database_url
 
 
 def _compiled_info(args) -> dict | None:
@@ -24,36 +30,83 @@ def _compiled_info(args) -> dict | None:
     if not has_compiled(folder):
         return None
     manifest = read_manifest(folder) or {}
-    return {"directory": str(folder), **{k: manifest.get(k) for k in ("lm", "date", "dspy_version", "dev_score")}}
+    return {"name": Path(folder).resolve().name, **{k: manifest.get(k) for k in ("lm", "date", "dspy_version", "dev_score")}}
+
+
+def _kb_name(location: str | None) -> str:
+    """The knowledge base as the operator named it: the corpus folder's or file's name, the table's."""
+    if not location:
+        return "PopQA knowledge base"
+    if is_database_url(location):
+        return f"table {DatabaseURL.parse(location).table}"
+    return Path(location).resolve().name
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, taken before anything loads. Raises ``SetupError`` naming the flag."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise SetupError(f"--host {host}: not an address of this machine: {getattr(exc, 'strerror', None) or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        flag = "--host" if exc.errno == 99 else "--port"  # EADDRNOTAVAIL: no such address here
+        raise SetupError(f"{flag}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _log_to_stderr() -> None:
+    """The operator's log: what the service keeps from its clients (error details) goes to stderr."""
+    logger = logging.getLogger("program.service")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 def serve(args) -> int:
-    """Check the flags, load the LM, knowledge base and program, and serve until interrupted.
+    """Check every flag, take the port, load the LM, knowledge base and program, and serve until interrupted.
 
-    Returns the exit code. Raises ``program.app.startup.SetupError`` for a bad flag, backend or corpus
-    (checked before the model loads).
+    Returns the exit code. Raises ``program.app.flags.SetupError`` for a bad flag, a port that cannot
+    be taken, a backend or a corpus (all but the corpus checked before anything loads).
     """
-    if args.concurrency is not None and args.concurrency < 1:
-        raise SetupError(f"--concurrency must be at least 1, got {args.concurrency}")
+    check_serve_flags(args)
     config = check_setup(args)
-    program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it on or off
+    sock = listen(args.host, args.port)
+    try:
+        runner, info = _load(args, config)
+        app = create_app(runner, info, read_timeout=args.read_timeout)
+        _log_to_stderr()
+        print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr, flush=True)
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def _load(args, config) -> tuple[QuestionRunner, dict]:
+    """The runner on the loaded program, and what ``/healthz`` says of it (names, no paths)."""
+    program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it off
+    location = resources.kb_location(args.kb)
+    report_left_out(location)
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False
     embedded = (args.model or os.environ.get("CRAG_LM") or "embedded-1.5b") in EMBEDDED_MODELS
     decide = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
-    runner = QuestionRunner(program, lm, web_config=config, concurrency=args.concurrency or (1 if embedded else 8),
+    runner = QuestionRunner(program, lm, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,
                             sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [])
     kb = program.knowledge_base
     kb.search("warm up", 1)  # load the embedder now, not in the first question
     info = {"lm": model_name(lm), "embedded_lm": embedded,
-            "knowledge_base": {"source": str(args.kb or "PopQA knowledge base"), "index": str(getattr(kb, "index_dir", "")),
-                               "chunks": len(kb)},
-            "compiled": _compiled_info(args), "web": getattr(program.web_searcher.backend, "name", "none"),
+            "knowledge_base": {"name": _kb_name(location), "chunks": len(kb)},
+            "compiled": _compiled_info(args), "web": runner.web,
             "thresholds": {"lower": program.lower, "upper": program.upper},
             "judges": program.judges_report() if hasattr(program, "judges_report") else {}}
-    app = create_app(runner, info)
-    print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
-    return 0
+    return runner, info

@@ -5,12 +5,14 @@ The program is loaded once and shared. Each question runs in a worker thread (as
 its own ``dspy.context``: its own copy of the LM (so its history, and the cost of each step,
 are its own), its own step recorder, and its own stop flag. Its options (``k``, web backend,
 retrieve-or-not, self-check) apply to a shallow copy of the program, so one request never
-changes another's settings.
+changes another's settings, and may only narrow the operator's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import logging
 import threading
 import uuid
 from dataclasses import dataclass
@@ -22,17 +24,21 @@ from program.app.tracing import StepRecorder
 from program.guards.cost import cancellable
 from program.lm.retry import LMServiceError, will_retry
 from program.types import CRAGResult
-from program.web.base import WebSearchError
-from program.web.config import WebConfig
-from program.web.registry import build_backend
+
+log = logging.getLogger("program.service")
 
 
 class ServiceError(Exception):
-    """A question the service could not answer; ``status`` is the HTTP status, the message one line."""
+    """A question the service could not answer; ``status`` is the HTTP status.
 
-    def __init__(self, status: int, message: str):
+    The message is the one line the client sees: nothing of the inside (no address, path,
+    variable name or upstream body). ``detail`` is what the operator's log gets, ``request``
+    the request id both carry.
+    """
+
+    def __init__(self, status: int, message: str, detail: str | None = None, request: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.detail, self.request = status, detail, request
 
 
 def _is_lm_error(exc: BaseException) -> bool:
@@ -57,27 +63,26 @@ class QuestionRunner:
 
     Args:
         program: a loaded ``CRAG``, built with ``decide_retrieval=True`` so that requests may
-            turn retrieve-or-not on (its predictors exist) or off.
+            turn retrieve-or-not off (its predictors exist), or on where ``decide_retrieval`` is.
         lm: the ``dspy.LM`` to answer with; each question gets ``lm.copy()``.
-        web_config: the server's ``WebConfig``; a request naming another backend gets one
-            built from it (same limits, safety and scope).
         concurrency: questions answered at once; the rest wait (the queue depth in ``/healthz``).
         max_queue: questions waiting at most; a question beyond it is refused with 503.
         timeout: seconds a question may take, waiting included; then 504 and its work stops.
-        decide_retrieval: the server's default for retrieve-or-not.
+        decide_retrieval: the server's setting for retrieve-or-not.
         sinks: extra sinks for every question's step events (the ``--trace-jsonl`` file).
+
+    The operator's settings bound every request: ``k`` at most the program's, the web backend
+    the program's or none, retrieve-or-not on only where the operator turned it on.
     """
 
-    def __init__(self, program, lm, *, web_config=None, concurrency: int = 1, max_queue: int = 64,
+    def __init__(self, program, lm, *, concurrency: int = 1, max_queue: int = 64,
                  timeout: float = 300.0, decide_retrieval: bool = False, sinks=()):
-        self.program, self.lm, self.web_config = program, lm, web_config
+        self.program, self.lm = program, lm
         self.concurrency, self.max_queue, self.timeout = concurrency, max_queue, timeout
         self.decide_retrieval = decide_retrieval
         self.sinks = list(sinks)
         self.limiter = anyio.CapacityLimiter(concurrency)
         self.answered = self.failed = 0
-        self._backends = {getattr(program.web_searcher.backend, "name", "none"): program.web_searcher.backend}
-        self._backends_lock = threading.Lock()
 
     # ---- state for /healthz --------------------------------------------------------------------
     @property
@@ -90,25 +95,34 @@ class QuestionRunner:
         """Questions queued for a free slot: the queue depth ``/healthz`` reports."""
         return self.limiter.statistics().tasks_waiting
 
-    # ---- per request ---------------------------------------------------------------------------
-    def backend(self, name: str | None):
-        """The web backend for a request (None: the server's). Raises ``ServiceError`` 400 when it
-        cannot be set up (a missing API key or URL)."""
-        default = self.program.web_searcher.backend
-        if name is None or name == getattr(default, "name", "none"):
-            return default
-        with self._backends_lock:
-            if name not in self._backends:
-                try:
-                    config = (self.web_config or WebConfig.from_env()).with_(backend=name)
-                    self._backends[name] = build_backend(config)
-                except (WebSearchError, ValueError) as exc:
-                    raise ServiceError(400, f"web: {exc}") from None
-            return self._backends[name]
+    @property
+    def full(self) -> bool:
+        """Every slot taken and ``max_queue`` questions waiting: the next one gets 503."""
+        return self.running >= self.concurrency and self.waiting >= self.max_queue
 
+    @property
+    def web(self) -> str:
+        """The operator's web backend as ``--web`` names it ('snapshot', 'searxng' ...), 'none' when off."""
+        backend = self.program.web_searcher.backend
+        if backend is None:
+            return "none"
+        return getattr(getattr(backend, "config", None), "backend", None) or getattr(backend, "name", "none")
+
+    # ---- per request ---------------------------------------------------------------------------
     def view(self, options: Options):
         """The shared program with this request's options: a shallow copy sharing every predictor,
-        the knowledge base and the judges."""
+        the knowledge base and the judges.
+
+        Raises:
+            ServiceError: 422 for an option that would widen the operator's settings (more
+                passages, another web backend, retrieve-or-not where the operator left it off).
+        """
+        if options.k is not None and not 1 <= options.k <= self.program.k:
+            raise ServiceError(422, f"k: at most {self.program.k} on this server")
+        if options.web not in (None, "none", self.web):
+            raise ServiceError(422, f"web: this server allows 'none' or '{self.web}'")
+        if options.decide_retrieval and not self.decide_retrieval:
+            raise ServiceError(422, "decide_retrieval: not turned on on this server")
         view = copy.copy(self.program)
         if options.k is not None:
             view.k = options.k
@@ -117,10 +131,9 @@ class QuestionRunner:
         decide = self.decide_retrieval if options.decide_retrieval is None else options.decide_retrieval
         if not decide:
             view.decider = view.closed_book = None
-        backend = self.backend(options.web)
-        if backend is not self.program.web_searcher.backend:
+        if options.web == "none" and self.web != "none":
             view.web_searcher = copy.copy(self.program.web_searcher)
-            view.web_searcher.backend = backend
+            view.web_searcher.backend = None
         return view
 
     def recorder(self, *sinks) -> StepRecorder:
@@ -128,26 +141,34 @@ class QuestionRunner:
         return StepRecorder(*sinks, *self.sinks, request=uuid.uuid4().hex[:12])
 
     async def answer(self, question: str, options: Options, recorder: StepRecorder) -> CRAGResult:
-        """Answer ``question`` in a worker thread; the recorder sees every step, then ``result`` or ``error``.
+        """Answer ``question`` in a worker thread; the recorder sees every step, then ``result`` or
+        ``error`` last (a cancelled question's too: 499).
 
         Raises:
-            ServiceError: 400 bad web option, 503 the queue is full, 504 over the time limit,
-                502 the language model failed (a call raised after DSPy's retries), 500 anything else.
+            ServiceError: 422 an option that widens the server's, 503 the queue is full, 504 over the
+                time limit, 502 the language model failed, 500 anything else; its message names no
+                internal, the operator's log (logger ``program.service``) gets the detail.
             asyncio.CancelledError: the caller went away; the question stops before its next step.
         """
         try:
             result = await self._answer(question, options, recorder)
         except ServiceError as exc:
             self.failed += 1
-            recorder.emit("error", status=exc.status, detail=str(exc))
+            exc.request = recorder.request
+            log.log(logging.ERROR if exc.status >= 500 else logging.INFO, "request %s: %d %s", recorder.request,
+                    exc.status, exc.detail or exc)
+            recorder.finish("error", status=exc.status, detail=str(exc))
+            raise
+        except asyncio.CancelledError:
+            recorder.finish("error", status=499, detail="stopped: the client went away")
             raise
         self.answered += 1
-        recorder.emit("result", result=result.to_dict())
+        recorder.finish("result", result=result.to_dict())
         return result
 
     async def _answer(self, question: str, options: Options, recorder: StepRecorder) -> CRAGResult:
         program = self.view(options)
-        if self.waiting >= self.max_queue:
+        if self.full:
             raise ServiceError(503, f"busy: {self.waiting} questions are waiting; try again later")
         stop = threading.Event()
         lm = self.lm.copy()
@@ -166,17 +187,22 @@ class QuestionRunner:
             stop.set()
             raise ServiceError(504, f"the question took more than {self.timeout:g} s; stopped") from None
         except Exception as exc:
-            if isinstance(exc, LMServiceError):  # names the endpoint and the attempts
-                raise ServiceError(502, str(exc)) from None
-            if lm_errors or _is_lm_error(exc):
-                reason = lm_errors[0] if lm_errors else f"{type(exc).__name__}: {exc}"
-                raise ServiceError(502, f"the language model failed: {reason}") from None
-            raise ServiceError(500, f"internal error: {type(exc).__name__}: {exc}") from None
+            raise _failure(exc, lm_errors) from None
         finally:
             stop.set()  # a cancelled or timed-out question stops before its next step
         if lm_errors:  # the failure came in the last step, whose judge fell back on its own
-            result.trace.note(f"degraded: {len(lm_errors)} LM call(s) failed; last: {lm_errors[-1]}")
+            result.trace.note(f"degraded: {len(lm_errors)} LM call(s) failed")
+            log.warning("request %s: degraded: %s", recorder.request, lm_errors[-1])
         return result
+
+
+def _failure(exc: Exception, lm_errors: list[str]) -> ServiceError:
+    """The ``ServiceError`` for a question that raised: 502 for the LM, else 500; the client's
+    message says which and no more, the detail (endpoint, upstream body) is the operator's."""
+    if isinstance(exc, LMServiceError) or lm_errors or _is_lm_error(exc):
+        detail = str(exc) if isinstance(exc, LMServiceError) or not lm_errors else lm_errors[0]
+        return ServiceError(502, "the language model failed; try again later", detail)
+    return ServiceError(500, "internal error", f"{type(exc).__name__}: {exc}")
 
 
 class _LMErrors(dspy.utils.callback.BaseCallback):
