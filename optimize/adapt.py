@@ -44,6 +44,34 @@ ADAPT_CODE = ["optimize/adapt.py", "optimize/synthetic_rows.py", "optimize/judge
               "optimize/judge_data.py", "optimize/train_judges.py", "optimize/lm_questions.py"]
 DEFAULT_QUESTIONS = 0
 DEFAULT_TIME_CAP = 900.0
+# A knowledge base with fewer heading questions than this adapts from questions the LM writes
+# (ARES §3.1): AUTO_QUESTIONS of them, within AUTO_TIME_CAP seconds (about 14 s each with the
+# embedded 1.5B model on 2 cores: about 9 minutes, fitting included under 15).
+MIN_HEADING_QUESTIONS = 10
+AUTO_QUESTIONS = 40
+AUTO_TIME_CAP = 540.0
+
+
+def questions_to_write(kb, questions: int | None, time_cap: float | None) -> tuple[int, float, str | None]:
+    """How many questions the LM writes for ``kb`` and in how many seconds, and a note saying why.
+
+    ``questions=None`` (the default of ``program index``) is 0 when the documents give at least
+    ``MIN_HEADING_QUESTIONS`` heading questions (``optimize.synthetic_rows.heading_questions``),
+    else ``AUTO_QUESTIONS`` within ``AUTO_TIME_CAP`` seconds (or ``time_cap`` when given); a
+    number is kept as given. Returns ``(questions, time_cap, note or None)``.
+    """
+    from optimize.synthetic_rows import heading_questions
+
+    cap = DEFAULT_TIME_CAP if time_cap is None else time_cap
+    if questions is not None:
+        return questions, cap, None
+    headings = len(heading_questions(kb, max_questions=MIN_HEADING_QUESTIONS))
+    if headings >= MIN_HEADING_QUESTIONS:
+        return 0, cap, None
+    cap = AUTO_TIME_CAP if time_cap is None else time_cap
+    return AUTO_QUESTIONS, cap, (f"{headings} heading(s) to ask from: the LM writes up to {AUTO_QUESTIONS} questions "
+                                 f"for its chunks to adapt from (at most {cap / 60:.0f} minutes, once; "
+                                 "--questions 0 adapts from headings only)")
 
 
 @dataclass
@@ -250,12 +278,17 @@ def main_for_kb(args, parser) -> int:
                             time_cap=time_cap, force=args.force, model=args.model, api_base=args.api_base)
 
 
-def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: int = DEFAULT_QUESTIONS,
-                     time_cap: float = DEFAULT_TIME_CAP, force: bool = False, model: str | None = None,
+def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: int | None = DEFAULT_QUESTIONS,
+                     time_cap: float | None = DEFAULT_TIME_CAP, force: bool = False, model: str | None = None,
                      api_base: str | None = None, no_rows_is_error: bool = True) -> int:
     """:func:`adapt_judges` for a command: the LM configured when it writes questions, the one-line
     report on stdout, a failure in one line on stderr. Returns 0, or 2 on an error; a knowledge base
-    that gives no question is a warning (0) when ``no_rows_is_error`` is false (after ``index``)."""
+    that gives no question is a warning (0) when ``no_rows_is_error`` is false (after ``index``).
+    ``questions=None`` lets the documents decide (``questions_to_write``: written questions when
+    they have no headings), and says so on stderr."""
+    questions, time_cap, note = questions_to_write(kb, questions, time_cap)
+    if note:
+        print(f"note: {name}: {note}", file=sys.stderr)
     if questions:
         import dspy
 
@@ -279,4 +312,5 @@ def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: in
     return 0
 
 
-__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "labeled_sources", "main_for_kb"]
+__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "labeled_sources", "main_for_kb",
+           "questions_to_write"]

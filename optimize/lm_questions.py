@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
 import dspy
+from tqdm import tqdm
 
 from program.atomic import write_atomic
 from program.judges.store import corpus_key
 from program.lm.model_files import cache_root
+from program.retrieval.progress import progress_enabled
 from signatures import WriteQuestion
 
 MIN_WORDS = 30
@@ -78,12 +81,14 @@ def cache_path(kb, cache_dir: str | Path | None = None) -> Path:
     return root / "synthetic" / f"questions-{corpus_key(kb)}.jsonl"
 
 
-def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cache_dir=None, log=print) -> list[dict]:
+def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cache_dir=None, log=print,
+                    progress: bool = True) -> list[dict]:
     """Written and filtered questions for ``kb``: dicts ``question``, ``answer``, ``answer_sentence``,
     ``chunk_id``, ``kept`` (``judge_row``).
 
     Uses DSPy's configured LM. Stops asking after ``time_cap`` seconds (what was written is kept).
     Rows already in the cache are not asked again; the cache is rewritten atomically after each row.
+    ``progress``: a bar of questions written on stderr (on a terminal, or with ``CRAG_PROGRESS=1``).
 
     Raises:
         whatever the LM raises (an unreachable served model): a question the LM cannot write is a
@@ -97,9 +102,10 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
                 done[row["chunk_id"]] = row
     writer = dspy.Predict(WriteQuestion)
     started = time.perf_counter()
-    for chunk in sample_chunks(kb, n, seed):
-        if chunk.chunk_id in done:
-            continue
+    todo = [c for c in sample_chunks(kb, n, seed) if c.chunk_id not in done]
+    bar = tqdm(total=len(todo), desc="writing questions", unit="question", file=sys.stderr,
+               disable=not (progress and todo and progress_enabled()))
+    for chunk in todo:
         if time.perf_counter() - started > time_cap:
             log(f"question writing stopped at its time cap ({time_cap:.0f} s)")
             break
@@ -108,6 +114,8 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
         question, answer = str(out.question or "").strip(), str(out.answer or "").strip()
         done[chunk.chunk_id] = judge_row(kb, chunk, question, answer)
         _save(path, list(done.values()))
+        bar.update(1)
+    bar.close()
     rows = list(done.values())
     log(f"{sum(r['kept'] for r in rows)} of {len(rows)} written questions kept "
         f"(answer in its chunk, chunk ranked first) in {time.perf_counter() - started:.0f} s")

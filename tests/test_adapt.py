@@ -181,3 +181,50 @@ def test_ask_says_who_judged(kbs, compiled, other_source, embedder, fake_lm, cap
                                    "adapted to this knowledge base from its documents")
     other = load_compiled(compiled, knowledge_base=kbs[1], web="none", embedder=embedder).judges_report()
     assert judges_line(other).endswith("NOT adapted to this knowledge base (adapt: python -m program index PATH)")
+
+
+def _without_headings(folder: Path, docs: list[Path]) -> Path:
+    """The documents as plain text: their paragraphs without a heading line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, doc in enumerate(docs):
+        body = "\n".join(line for line in doc.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+        (folder / f"doc{i:02d}.txt").write_text(body, encoding="utf-8")
+    return folder
+
+
+def test_how_many_questions_the_documents_decide(kbs, tmp_path, embedder):
+    from optimize.adapt import AUTO_QUESTIONS, AUTO_TIME_CAP, DEFAULT_TIME_CAP, questions_to_write
+    from program.retrieval import KnowledgeBase
+
+    assert questions_to_write(kbs[0], None, None) == (0, DEFAULT_TIME_CAP, None)  # headings to ask from
+    plain = KnowledgeBase.build(_without_headings(tmp_path / "plain", DOCS[:6]), tmp_path / "plain-index", embedder)
+    questions, cap, note = questions_to_write(plain, None, None)
+    assert (questions, cap) == (AUTO_QUESTIONS, AUTO_TIME_CAP) == (40, 540.0)
+    assert note.startswith("0 heading(s) to ask from: the LM writes up to 40 questions")
+    assert questions_to_write(plain, 0, None) == (0, DEFAULT_TIME_CAP, None)  # asked for headings only
+    assert questions_to_write(plain, None, 60.0)[:2] == (40, 60.0)
+
+
+def test_index_adapts_a_knowledge_base_without_headings_from_written_questions(
+        tmp_path, other_source, fake_lm, monkeypatch, capsys):
+    """The bug: ``index`` warned "no heading" and adapted nothing; now the LM writes its questions."""
+    from types import SimpleNamespace
+
+    from program.app.cli import main
+    from signatures import WriteQuestion
+    from tests.test_transfer import _first_sentence
+
+    fake_lm.rules[WriteQuestion] = _first_sentence
+    monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: SimpleNamespace(copy=lambda **kw: fake_lm))
+    monkeypatch.setattr("optimize.adapt.labeled_sources", lambda leave_out, embedder, log=print: [other_source])
+    compiled = tmp_path / "compiled"
+    shutil.copytree(ROOT / "compiled", compiled, ignore=shutil.ignore_patterns("adapted"))
+    folder = _without_headings(tmp_path / "plain", DOCS[:12])
+    assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--compiled", str(compiled)]) == 0
+    captured = capsys.readouterr()
+    assert "note: plain: 0 heading(s) to ask from: the LM writes up to 40 questions" in captured.err
+    assert 12 <= fake_lm.calls["WriteQuestion"] <= 40
+    assert "judges adapted to plain: 12 documents" in captured.out
+    saved = json.loads(next((compiled / "adapted").glob("*/judges.json")).read_text())
+    assert saved["adapted"]["questions"] == 40 and saved["adapted"]["rows"]["written_kept"] > 0

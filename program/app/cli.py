@@ -72,10 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--no-adapt", action="store_true",
                        help="do not adapt the judges to the indexed documents (they are by default: minutes, once)")
     index.add_argument("--compiled", default=None, help="the compiled program whose judges are adapted (default compiled/)")
-    index.add_argument("--questions", type=int, default=0,
-                       help="questions the LM writes for sampled chunks to adapt from (default 0: headings only)")
-    index.add_argument("--time-cap", type=float, default=900.0,
-                       help="seconds the LM may spend writing those questions (default 900)")
+    index.add_argument("--questions", type=int, default=None,
+                       help="questions the LM writes for sampled chunks to adapt from (default: none when the "
+                            "documents have headings to ask from, else 40)")
+    index.add_argument("--time-cap", type=float, default=None,
+                       help="seconds the LM may spend writing those questions (default 900; 540 for the 40 of a "
+                            "knowledge base without headings)")
     index.add_argument("--model", help="the LM that writes them (with --questions); env CRAG_LM")
     index.add_argument("--decline", type=float, default=0.1,
                        help="with --questions: the share of the knowledge base's own questions whose answers the "
