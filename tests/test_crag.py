@@ -232,7 +232,7 @@ def test_a_question_naming_what_the_knowledge_base_never_writes_is_declined_in_o
     assert result.draft == "Acme Rockets was founded by Jane Roe [1]."
     assert result.draft_checks["unmentioned"] == ("acme",) and result.draft_checks["support"] == 1.0
     assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
-    assert result.declined == result.draft
+    assert result.declined == result.draft and result.confidence == 0.0
     assert sum(fake_lm.calls.values()) == 1  # no rewrite: the same documents cannot name Acme
     assert "the knowledge base never mentions 'acme'" in " ".join(result.trace.events)
 

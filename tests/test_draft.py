@@ -112,3 +112,4 @@ def test_an_unmentioned_name_makes_a_confident_draft_incorrect():
     assert decision.action is Action.INCORRECT
     assert decision.reasons == ["the knowledge base never mentions 'velero'"]
     assert not holds_up(evidence, 0.95, 0.5)
+    assert ConfidenceModel().score(evidence) == 0.0 < ConfidenceModel().score(DraftEvidence(support=1.0, premise=1.0))

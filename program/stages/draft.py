@@ -168,7 +168,8 @@ class ConfidenceModel:
         bias: the intercept.
         source: where the weights came from (``"default"``, or the rows they were fit on).
 
-    ``score(evidence)`` is in [0, 1]; an abstaining draft scores 0.0.
+    ``score(evidence)`` is in [0, 1]; an abstaining draft, or one about a name its sources never
+    write (``unmentioned``), scores 0.0.
     """
 
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
@@ -176,7 +177,7 @@ class ConfidenceModel:
     source: str = "default"
 
     def score(self, evidence: DraftEvidence) -> float:
-        if evidence.abstained:
+        if evidence.abstained or evidence.unmentioned:  # no answer, or one about what its sources never name
             return 0.0
         z = self.bias + sum(self.weights.get(name, 0.0) * value for name, value in zip(FEATURES, evidence.vector()))
         return round(1.0 / (1.0 + math.exp(-z)), 4)
