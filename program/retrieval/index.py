@@ -13,6 +13,13 @@ On-disk layout of ``index_dir``:
   :mod:`program.retrieval.vocabulary`. Built with the index; an index saved before the
   vocabulary existed (or with other vocabulary parameters) builds it from its stored chunks and
   vectors, without embedding the chunks again, the first time it is needed, and saves it.
+* ``lexical/`` — the BM25 index of the chunks (:mod:`program.retrieval.lexical`), built and
+  saved with the vectors (the manifest's ``"lexical"`` entry gives its parameters). An index
+  saved before it existed gets it from its stored chunks on first use, with a warning line
+  naming the folder, and saves it beside the rest.
+
+``search`` is hybrid by default: the dense and the BM25 ranking fused by reciprocal rank
+(:mod:`program.retrieval.fusion`); ``mode="dense"`` or ``"lexical"`` asks for one of them.
 
 ``KnowledgeBase.build`` reuses a saved index (no embedding at all) when the manifest matches the
 current files, model and parameters; when only the index spec differs it re-indexes the saved
@@ -47,7 +54,9 @@ from program.retrieval.chunking import Chunk, chunk_document, chunking_params
 from program.retrieval.corpus import CorpusError, list_source_files, load_documents
 from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
+from program.retrieval.fusion import HYBRID, FusionParams, check_mode, rrf
 from program.retrieval.interrupted import recover_interrupted_write
+from program.retrieval.lexical import PARAMS as LEXICAL_PARAMS, LexicalIndex
 from program.retrieval.mentions import mentioned_in, word_set
 from program.retrieval.progress import BuildProgress
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
@@ -85,7 +94,8 @@ class KnowledgeBase:
     """
 
     def __init__(self, index, chunks: list[Chunk], manifest: dict, index_dir: Path,
-                 embedder: Embedder | None = None, vocabulary: Vocabulary | None = None):
+                 embedder: Embedder | None = None, vocabulary: Vocabulary | None = None,
+                 lexical: LexicalIndex | None = None):
         self._index = index
         self.chunks = chunks
         self.manifest = manifest
@@ -94,6 +104,8 @@ class KnowledgeBase:
         self._vocabulary = vocabulary
         self._vocabulary_lock = threading.Lock()
         self._words: frozenset[str] | None = None
+        self._lexical = lexical
+        self._lexical_lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
@@ -156,15 +168,17 @@ class KnowledgeBase:
                                      f"expected {(len(chunks), emb.dimensions)}")
         faiss_index = build_index(spec, vecs)
         vocabulary = build_vocabulary(chunks, vecs, bars.embedder(emb, "terms")) if with_vocabulary else None
-        manifest = {**expected, "index": spec.to_manifest(), "source_path": str(source), "documents": len(docs),
+        lexical = LexicalIndex.build([embed_text(c) for c in chunks])
+        manifest = {**expected, "index": spec.to_manifest(), "lexical": {"library": "bm25s", **LEXICAL_PARAMS},
+                    "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary)
+        _write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary, lexical)
         log.info("built %s index %s: %d docs, %d chunks, %s vocabulary terms in %.1fs", spec.type, index_dir,
                  len(docs), len(chunks), len(vocabulary) if vocabulary is not None else "no",
                  manifest["build_seconds"])
-        return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary)
+        return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary, lexical)
 
     @classmethod
     def _reuse(cls, index_dir: Path, emb: Embedder, expected: dict, spec: IndexSpec) -> "KnowledgeBase | None":
@@ -191,8 +205,9 @@ class KnowledgeBase:
         # same chunks, same vocabulary: keep the saved one (else it is built when first needed)
         vocabulary = (self._vocabulary if self._vocabulary is not None
                       else load_vocabulary(self.index_dir, _vocabulary_stamp(self.manifest)))
-        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary)
-        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary)
+        lexical = self.lexical  # same chunks: the same BM25 index, saved again with them
+        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary, lexical)
+        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary, lexical)
 
     @classmethod
     def connect(cls, location: str | Path, embedder: Embedder | None = None):
@@ -290,6 +305,28 @@ class KnowledgeBase:
                     self._vocabulary = vocabulary
         return self._vocabulary
 
+    @property
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index of the chunks (:mod:`program.retrieval.lexical`), loaded from
+        ``lexical/``; an index saved before it existed (or with other BM25 parameters) builds it
+        from its stored chunks (no embedding; seconds for thousands of chunks), says so in one
+        warning line and saves it beside the index (a read-only folder: used unsaved)."""
+        if self._lexical is None:
+            with self._lexical_lock:
+                if self._lexical is None:
+                    stamp = _vocabulary_stamp(self.manifest)
+                    lexical = LexicalIndex.load(self.index_dir, stamp)
+                    if lexical is None:
+                        log.warning("index %s has no lexical index (built before hybrid search): building it "
+                                    "from its %d stored chunks", self.index_dir, len(self.chunks))
+                        lexical = LexicalIndex.build([embed_text(c) for c in self.chunks])
+                        try:
+                            lexical.save(self.index_dir, stamp)
+                        except OSError as exc:
+                            log.warning("cannot save the lexical index of %s: %s", self.index_dir, exc)
+                    self._lexical = lexical
+        return self._lexical
+
     def candidate_terms(self, question: str, n: int = 12) -> list[str]:
         """The knowledge base's own terms nearest to ``question``, for the query rewrite.
 
@@ -323,32 +360,56 @@ class KnowledgeBase:
         return mentioned_in(self._words, terms)
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = 3) -> list[Passage]:
-        """Top-``k`` chunks for ``query`` by cosine similarity, best first.
+    def search(self, query: str, k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID) -> list[Passage]:
+        """Top-``k`` chunks for ``query``, best first.
+
+        Args:
+            mode: ``"hybrid"`` (default): the cosine ranking and the BM25 ranking (``fusion.depth``
+                candidates each) fused by reciprocal rank (:mod:`program.retrieval.fusion`);
+                ``"dense"``: cosine similarity alone; ``"lexical"``: BM25 alone.
+            fusion: the fusion's rank constant, weights and depth.
 
         Returns:
-            Passages with ``id`` = chunk id, ``source="kb"``, ``score`` = cosine in [-1, 1],
-            ``url`` = document URL or else its source file path. ``[]`` for a blank query or k <= 0.
-        """
-        return self.search_batch([query], k)[0]
+            Passages with ``id`` = chunk id, ``source="kb"``, ``score`` = cosine in [-1, 1] of the
+            chunk to the query whatever the mode (the judges read it), ``url`` = document URL or
+            else its source file path. ``[]`` for a blank query or k <= 0.
 
-    def search_batch(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
+        Raises:
+            ValueError: an unknown mode.
+        """
+        return self.search_batch([query], k, mode, fusion)[0]
+
+    def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid",
+                     fusion: FusionParams = HYBRID) -> list[list[Passage]]:
         """:meth:`search` for many queries with one embedding pass; one list per query."""
+        check_mode(mode)
         out: list[list[Passage]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q and q.strip()]
         k = min(k, len(self.chunks))
         if not live or k <= 0:
             return out
         vecs = self.embedder.encode([queries[i] for i in live])
-        scores, ids = self._index.search(vecs, k)
+        depth = min(len(self.chunks), k if mode == "dense" else max(k, fusion.depth))
+        scores, ids = self._index.search(vecs, depth) if mode != "lexical" else (None, None)
         for row, qi in enumerate(live):
-            for score, idx in zip(scores[row], ids[row]):
-                if idx < 0:
-                    continue
-                c = self.chunks[idx]
-                out[qi].append(Passage(id=c.chunk_id, text=c.text, source="kb", title=c.title,
-                                       url=c.url or c.source_path, score=float(score)))
+            dense = {} if ids is None else {int(i): float(s) for s, i in zip(scores[row], ids[row]) if i >= 0}
+            if mode == "dense":
+                order = list(dense)
+            else:
+                lexical = [i for i, _ in self.lexical.search(queries[qi], depth)]
+                order = lexical if mode == "lexical" else [
+                    i for i, _ in rrf([list(dense), lexical], [fusion.dense, fusion.lexical], fusion.k)]
+            out[qi] = [self._passage(i, dense.get(i), vecs[row]) for i in order[:k]]
         return out
+
+    def _passage(self, position: int, cosine: float | None, query_vector) -> Passage:
+        """Chunk ``position`` as a Passage scored by its cosine to ``query_vector`` (computed from
+        the stored vector when the dense search did not return it)."""
+        if cosine is None:
+            cosine = float(self._index.reconstruct(position) @ query_vector)
+        c = self.chunks[position]
+        return Passage(id=c.chunk_id, text=c.text, source="kb", title=c.title, url=c.url or c.source_path,
+                       score=cosine)
 
 
 def _vocabulary_stamp(manifest: dict) -> dict:
@@ -358,7 +419,8 @@ def _vocabulary_stamp(manifest: dict) -> dict:
             "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
 
 
-def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None) -> None:
+def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None,
+                 lexical: LexicalIndex | None = None) -> None:
     """Write and sync the index's files into ``folder``. Raises OSError or faiss's RuntimeError."""
     faiss.write_index(index, str(folder / INDEX_FILE))
     with open(folder / CHUNKS_FILE, "w", encoding="utf-8") as f:
@@ -367,14 +429,16 @@ def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocab
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     if vocabulary is not None:
         save_vocabulary(vocabulary, folder, _vocabulary_stamp(manifest))
+    if lexical is not None:
+        lexical.save(folder, _vocabulary_stamp(manifest))
     for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
         with open(folder / name, "rb") as f:
             os.fsync(f.fileno())
 
 
 def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
-                  vocabulary: Vocabulary | None = None) -> None:
-    """Write the three files (and the vocabulary's two, when given) into a temp folder beside
+                  vocabulary: Vocabulary | None = None, lexical: LexicalIndex | None = None) -> None:
+    """Write the three files (and the vocabulary's two and the lexical index, when given) into a temp folder beside
     ``index_dir``, then swap it into place. A kill leaves the previous index, or (between the two
     renames) the previous index beside it, which :func:`recover_interrupted_write` puts back.
     Raises ``KnowledgeBaseError`` (one line: a full disk, a read-only folder) with the previous
@@ -385,7 +449,7 @@ def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
     except OSError as exc:
         raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {exc.strerror or exc}") from None
     try:
-        _write_files(tmp, index, chunks, manifest, vocabulary)
+        _write_files(tmp, index, chunks, manifest, vocabulary, lexical)
     except (OSError, RuntimeError) as exc:  # faiss reports a failed write (a full disk) as RuntimeError
         shutil.rmtree(tmp, ignore_errors=True)
         # faiss: "... write error in PATH: 16339 != 29184 (No space left on device)"

@@ -17,9 +17,12 @@ from program.types import Passage
 class KnowledgeBaseProtocol(Protocol):
     """A searchable, described set of chunks.
 
-    * ``search(query, k)``: the top-``k`` :class:`Passage` by cosine similarity, best first
-      (``source="kb"``, ``score`` in [-1, 1]); ``[]`` for a blank query or ``k <= 0``.
-    * ``search_batch(queries, k)``: one such list per query.
+    * ``search(query, k, mode="hybrid")``: the top-``k`` :class:`Passage`, best first: by
+      default the cosine ranking and a BM25 ranking fused by reciprocal rank
+      (:mod:`program.retrieval.fusion`), ``mode="dense"`` or ``"lexical"`` for one of them;
+      ``source="kb"``, ``score`` the cosine in [-1, 1] whatever the mode; ``[]`` for a blank
+      query or ``k <= 0``.
+    * ``search_batch(queries, k, mode="hybrid")``: one such list per query.
     * ``len(kb)``: number of chunks.
     * ``manifest``: dict with at least ``embedding`` (``model``, ``dimensions``),
       ``chunking``, ``index`` and ``files`` (corpus path -> sha256; the trained judges key
@@ -31,9 +34,9 @@ class KnowledgeBaseProtocol(Protocol):
 
     manifest: dict
 
-    def search(self, query: str, k: int = 3) -> list[Passage]: ...
+    def search(self, query: str, k: int = 3, mode: str = "hybrid") -> list[Passage]: ...
 
-    def search_batch(self, queries: list[str], k: int = 3) -> list[list[Passage]]: ...
+    def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid") -> list[list[Passage]]: ...
 
     def candidate_terms(self, question: str, n: int = 12) -> list[str]: ...
 

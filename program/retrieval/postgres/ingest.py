@@ -14,7 +14,9 @@ table take turns:
    snapshot, so it sees the file's old chunks or its new ones, never a mix; a run killed
    before this step leaves the old version live and searchable;
 4. delete the chunks of files that left the corpus (one transaction each);
-5. rebuild the vocabulary (``T_terms``) when the generation moved, in one transaction.
+5. rebuild the vocabulary (``T_terms``) when the generation moved, in one transaction;
+6. recount the full-text statistics (``T_lexicon``, :mod:`program.retrieval.postgres.fulltext`)
+   when the generation moved, in one transaction.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from psycopg import sql
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
 from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256
-from program.retrieval.postgres import schema
+from program.retrieval.postgres import fulltext, schema
 from program.retrieval.postgres.schema import check_meta
 from program.retrieval.vocabulary import DEFAULT_PARAMS, build_vocabulary
 
@@ -92,6 +94,7 @@ def _open_table(db, table: str, source: Path, embedder, chunking: dict, params: 
                 meta: dict) -> None:
     """Create the tables if missing, check the manifest and HNSW build, record this ingest's chunking, source, index."""
     db.run(lambda c: schema.create(c, table, embedder.dimensions, params, meta), what="create tables")
+    db.run(lambda c: fulltext.ensure(c, table), what="create the full-text index")
     db.renew()  # connections opened before CREATE EXTENSION lack the vector type
     meta = db.run(lambda c: schema.read_meta(c, table), what="read manifest")
     check_meta(meta, embedder, db.url)
@@ -178,6 +181,7 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
                 report.removed.append(f)
             if with_vocabulary:
                 _refresh_vocabulary(db, table, embedder)
+            db.run(lambda c: fulltext.refresh(c, table), what="count the lexicon")
         finally:
             lock_conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [f"crag-kb-ingest:{table}"])
     report.chunks = db.run(lambda c: c.execute(sql.SQL("SELECT count(*) FROM {t}").format(

@@ -20,7 +20,8 @@ from program.retrieval.base import IndexNotFoundError
 from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
 from program.retrieval.mentions import forms, searchable
-from program.retrieval.postgres import schema
+from program.retrieval.fusion import HYBRID, FusionParams, check_mode
+from program.retrieval.postgres import fulltext, hybrid, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import index_corpus
 from program.retrieval.postgres.schema import check_meta
@@ -33,7 +34,8 @@ CHUNKING_DEFAULTS = {"target_tokens": 200, "max_tokens": 300, "overlap_tokens": 
 
 
 class PgVectorKnowledgeBase:
-    """Semantic search over chunks stored in PostgreSQL (cosine distance, HNSW index).
+    """Hybrid search over chunks stored in PostgreSQL: cosine distance (HNSW index) and BM25
+    over a full-text column (GIN index), fused by reciprocal rank in one statement.
 
     Same contract as :class:`program.retrieval.KnowledgeBase` (the faiss one): ``search``,
     ``search_batch``, ``len()``, ``manifest``, ``candidate_terms``. Build with :meth:`build`,
@@ -76,6 +78,10 @@ class PgVectorKnowledgeBase:
                                          f"python -m program index PATH --kb '{db.url}'")
             emb = embedder or get_embedder()
             check_meta(meta, emb, db.url)
+            if not db.run(lambda c: fulltext.has_column(c, db.url.table), what="open"):
+                log.warning("knowledge base at %s has no full-text index (indexed before hybrid search): "
+                            "adding it now", db.url)
+                db.run(lambda c: fulltext.ensure(c, db.url.table), what="add the full-text index")
         except BaseException:
             db.close()
             raise
@@ -155,42 +161,72 @@ class PgVectorKnowledgeBase:
             .format(t=self._names["chunks"])).fetchall(), what="read chunks")
         return [Chunk(*r) for r in rows]
 
-    def search(self, query: str, k: int = 3, *, source: str | list[str] | None = None,
-               document: str | list[str] | None = None) -> list[Passage]:
-        """Top-``k`` chunks for ``query`` by cosine similarity, best first.
+    def search(self, query: str, k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID, *,
+               source: str | list[str] | None = None, document: str | list[str] | None = None) -> list[Passage]:
+        """Top-``k`` chunks for ``query``, best first.
 
         Args:
             query: the question or search text.
             k: passages wanted.
+            mode: ``"hybrid"`` (default): the cosine and the BM25 ranking fused by reciprocal
+                rank in one statement (:mod:`program.retrieval.postgres.hybrid`); ``"dense"``
+                or ``"lexical"``: one of them.
+            fusion: the fusion's rank constant, weights and depth.
             source: keep only chunks of this corpus file (or files), as named in
                 ``manifest["files"]`` (path relative to the indexed folder).
             document: keep only chunks of this document id (or ids).
 
         Returns:
             Passages as the faiss backend makes them: ``id`` = chunk id, ``source="kb"``,
-            ``score`` = cosine in [-1, 1], ``url`` = document URL or else its source file path.
-            ``[]`` for a blank query or k <= 0. Without filters the HNSW index answers
+            ``score`` = cosine in [-1, 1] whatever the mode, ``url`` = document URL or else its
+            source file path. ``[]`` for a blank query or k <= 0. Without filters the HNSW index answers
             (approximate, ``ef_search`` candidates); with filters the search is exact over the
             matching chunks.
 
         Raises:
             KnowledgeBaseUnavailable: the connection was lost on every attempt.
+            ValueError: an unknown mode.
         """
-        return self.search_batch([query], k, source=source, document=document)[0]
+        return self.search_batch([query], k, mode, fusion, source=source, document=document)[0]
 
-    def search_batch(self, queries: list[str], k: int = 3, **filters) -> list[list[Passage]]:
+    def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID,
+                     **filters) -> list[list[Passage]]:
         """:meth:`search` for many queries with one embedding pass; one list per query."""
+        check_mode(mode)
         out: list[list[Passage]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q and q.strip()]
         if not live or k <= 0:
             return out
         vectors = self.embedder.encode([queries[i] for i in live])
         for i, vector in zip(live, vectors):
-            out[i] = self.search_vector(vector, k, **filters)
+            out[i] = (self.search_vector(vector, k, **filters) if mode == "dense"
+                      else self.search_fused(queries[i], vector, k, mode, fusion, **filters))
         return out
 
+    def search_fused(self, query: str, vector: np.ndarray, k: int = 3, mode: str = "hybrid",
+                     fusion: FusionParams = HYBRID, *, source=None, document=None) -> list[Passage]:
+        """:meth:`search` in ``mode`` ``"hybrid"`` or ``"lexical"`` for ``query`` and its embedding
+        (shape ``(d,)``, L2-normalised float32): one statement (:mod:`program.retrieval.postgres.hybrid`)."""
+        params = hybrid.parameters(query, np.asarray(vector, dtype=np.float32).reshape(-1), k, mode, fusion)
+        filters = []
+        for column, value in (("source_file", source), ("doc_id", document)):
+            if value is not None:
+                filters.append(column)
+                params[column] = [value] if isinstance(value, str) else list(value)
+        statement = hybrid.fused_query(self.url.table, filters)
+
+        def run(conn):
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(
+                n=sql.Literal(min(1000, max(self.ef_search, params["dense_depth"])))))
+            if filters:  # as in search_vector: the HNSW index would filter after its candidates
+                conn.execute("SET LOCAL enable_indexscan = off")
+            return conn.execute(statement, params).fetchall()
+
+        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]))
+                for r in self._db.run(run, what="search")]
+
     def search_vector(self, vector: np.ndarray, k: int = 3, *, source=None, document=None) -> list[Passage]:
-        """:meth:`search` for an embedded query (shape ``(d,)``, L2-normalised float32)."""
+        """Dense :meth:`search` (cosine alone) for an embedded query (shape ``(d,)``, L2-normalised float32)."""
         where, params = [], []
         for column, value in (("source_file", source), ("doc_id", document)):
             if value is not None:

@@ -1,0 +1,169 @@
+"""Hybrid retrieval: BM25 beside the vectors in the faiss index (built, saved, reused, upgraded),
+reciprocal rank fusion, the fused SQL statement of the pgvector knowledge base against a real
+PostgreSQL, and the correction's rewrite fused with the question's results."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import psycopg
+import pytest
+
+from program.retrieval import KnowledgeBase
+from program.retrieval.base import embed_text
+from program.retrieval.fusion import FusionParams, fuse_passages, rrf
+from program.retrieval.lexical import LexicalIndex, tokens
+from program.retrieval.postgres import PgVectorKnowledgeBase
+from program.retrieval.postgres.url import DatabaseURL
+from program.types import Passage
+from tests.test_retrieval import SpyEmbedder, write_corpus
+
+# a term no question's embedding brings near: only the lexical index finds its chunk
+RARE = ("Tea leaves are picked by hand in spring and dried in the sun; the pickers log each basket "
+        "under code QX-4471 before the leaves are rolled.")
+QUERY = "qx-4471 error"
+
+
+def corpus_with_rare_term(root):
+    write_corpus(root)
+    (root / "flags.md").write_text("# Tea harvest\n\n" + RARE + "\n")
+    return root
+
+
+def ids(passages):
+    return [p.id for p in passages]
+
+
+def test_rrf_sums_reciprocal_ranks_and_interleaves_ties():
+    fused = rrf([["a", "b", "c"], ["c", "d", "a"]], k=60)
+    assert [i for i, _ in fused] == ["a", "c", "b", "d"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 63) and fused[2][1] == pytest.approx(1 / 62)
+    assert [i for i, _ in rrf([["a", "b"], ["x", "y"]])] == ["a", "x", "b", "y"]
+    assert [i for i, _ in rrf([["a", "b"], ["x", "y"]], weights=[1.0, 2.0])] == ["x", "y", "a", "b"]
+    with pytest.raises(ValueError, match="rrf: 1 weights for 2 rankings"):
+        rrf([["a"], ["b"]], weights=[1.0])
+    with pytest.raises(ValueError, match="fusion parameters out of range"):
+        FusionParams(k=0)
+    p = [Passage(id=i, text=i, source="kb", score=s) for i, s in (("a", .9), ("b", .5))]
+    q = [Passage(id="b", text="b", source="kb", score=.1), Passage(id="c", text="c", source="kb", score=.4)]
+    fused_passages = fuse_passages([p, q])
+    assert ids(fused_passages) == ["b", "a", "c"] and fused_passages[0].score == .5
+
+
+def test_tokens_follow_postgresql_english():
+    assert tokens("Dry-run the Pods, don't CrashLoopBackOff!") == ["dry-run", "dri", "run", "pod", "crashloopbackoff"]
+    assert tokens("the and of") == []
+
+
+def test_lexical_index_finds_a_term_the_vectors_miss(tmp_path, embedder):
+    kb = KnowledgeBase.build(corpus_with_rare_term(tmp_path / "c"), tmp_path / "idx", embedder=embedder)
+    query = QUERY
+    dense = kb.search(query, k=3, mode="dense")
+    assert ids(dense) == ["kb-2#0", "flags.md#0", "kb-1#0"]  # the sentence vector blurs the code
+    assert ids(kb.search(query, k=3, mode="lexical")) == ["flags.md#0"]  # the only chunk writing it
+    hybrid = kb.search(query, k=3)
+    assert ids(hybrid) == ["flags.md#0", "kb-2#0", "kb-1#0"]  # first in both lists' sum of 1/(60 + rank)
+    rare = hybrid[0]  # scored by its cosine, as dense search scores
+    chunk = next(c for c in kb.chunks if c.chunk_id == "flags.md#0")
+    cosine = float(embedder.encode([query])[0] @ embedder.encode([embed_text(chunk)])[0])
+    assert rare.score == pytest.approx(cosine, abs=1e-4)
+    assert kb.search("What do cats eat?", k=1)[0].id == "cats.md#1"
+    with pytest.raises(ValueError, match="search mode must be one of hybrid, dense, lexical, got 'bm25'"):
+        kb.search("cats", mode="bm25")
+
+
+def test_lexical_index_is_built_saved_and_reused_with_the_vectors(tmp_path, embedder, monkeypatch):
+    corpus, idx = corpus_with_rare_term(tmp_path / "c"), tmp_path / "idx"
+    kb = KnowledgeBase.build(corpus, idx, embedder=embedder)
+    assert kb.manifest["lexical"] == {"library": "bm25s", "method": "lucene", "k1": 1.2, "b": 0.75,
+                                      "tokens": "postgresql-english"}
+    record = json.loads((idx / "lexical" / "lexical.json").read_text())
+    assert record["size"] == len(kb) == 9 and record["stamp"]["created"] == kb.manifest["created"]
+    calls = []  # reuse must not tokenize the chunks again
+    monkeypatch.setattr(LexicalIndex, "build", classmethod(lambda cls, texts: calls.append(len(texts))))
+    again = KnowledgeBase.build(corpus, idx, embedder=embedder)
+    assert ids(again.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"] and calls == []
+    monkeypatch.undo()
+    (corpus / "flags.md").write_text("# Settings\n\nThe flag --zz9-other-knob sets something else.\n")
+    rebuilt = KnowledgeBase.build(corpus, idx, embedder=embedder)  # a changed corpus: both rebuilt
+    assert rebuilt.search(QUERY, k=3, mode="lexical") == []
+    assert ids(rebuilt.search("zz9-other-knob", k=1, mode="lexical")) == ["flags.md#0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "idx"]  # no temporary folders left
+
+
+def test_an_index_saved_before_hybrid_search_is_upgraded_with_a_warning(tmp_path, embedder, caplog):
+    corpus, idx = corpus_with_rare_term(tmp_path / "c"), tmp_path / "idx"
+    KnowledgeBase.build(corpus, idx, embedder=embedder)
+    shutil.rmtree(idx / "lexical")  # as an index of the previous release
+    manifest = json.loads((idx / "manifest.json").read_text())
+    del manifest["lexical"]
+    (idx / "manifest.json").write_text(json.dumps(manifest))
+    spy = SpyEmbedder(embedder)
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.index"):
+        kb = KnowledgeBase.build(corpus, idx, embedder=spy)
+        assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"index {idx} has no lexical index (built before hybrid search): "
+                        f"building it from its 9 stored chunks"]
+    assert spy.calls == [1]  # the query only: the chunks were not embedded again
+    assert (idx / "lexical" / "lexical.json").is_file()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.index"):
+        reopened = KnowledgeBase.load(idx, embedder=embedder)
+        assert ids(reopened.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+    assert caplog.records == []  # saved by the upgrade, so loaded now
+
+
+def test_fused_sql_matches_faiss_hybrid_on_a_real_postgresql(tmp_path, pg_url, embedder):
+    corpus = corpus_with_rare_term(tmp_path / "c")
+    faiss_kb = KnowledgeBase.build(corpus, tmp_path / "idx", embedder=embedder)
+    queries = ["Which tower stands in Paris?", "What do cats eat?", QUERY,
+               "Camellia sinensis leaves", "wrought-iron", "obligate carnivores eat meat"]
+    with PgVectorKnowledgeBase.build(corpus, pg_url, embedder) as kb:
+        assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+        assert ids(kb.search(QUERY, k=1, mode="dense")) == ["kb-2#0"] and ids(kb.search(QUERY, k=1)) == ["flags.md#0"]
+        for q in queries:
+            for mode in ("hybrid", "lexical", "dense"):
+                ours, theirs = kb.search(q, k=4, mode=mode), faiss_kb.search(q, k=4, mode=mode)
+                assert ids(ours) == ids(theirs), (q, mode)
+                assert [p.score for p in ours] == pytest.approx([p.score for p in theirs], abs=1e-5)
+        assert ids(kb.search("cats", k=5, document="cats.md")) == ["cats.md#0", "cats.md#1"]
+        weighted = FusionParams(k=10, lexical=2.0, depth=5)
+        assert ids(kb.search(QUERY, k=3, fusion=weighted)) == \
+               ids(faiss_kb.search(QUERY, k=3, fusion=weighted))
+        assert kb.manifest["lexical"]["chunks"] == 9
+        table = DatabaseURL.parse(pg_url).table
+        with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
+            indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                    [f"{table}_tsv_gin"]).fetchone()[0]
+        assert "USING gin (tsv)" in indexdef
+
+
+def test_a_table_indexed_before_hybrid_search_is_upgraded_on_connect(tmp_path, pg_url, embedder, caplog):
+    corpus = corpus_with_rare_term(tmp_path / "c")
+    PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
+    table = DatabaseURL.parse(pg_url).table
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the previous release left it
+        conn.execute(f'DROP TABLE "{table}_lexicon"')
+        conn.execute(f'ALTER TABLE "{table}" DROP COLUMN tsv')
+        conn.execute(f"""UPDATE "{table}_meta" SET manifest = manifest - 'lexical'""")
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
+        with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
+            assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+            assert kb.manifest["lexical"]["chunks"] == 9
+    assert [r.getMessage() for r in caplog.records] == [
+        f"knowledge base at {DatabaseURL.parse(pg_url)} has no full-text index (indexed before hybrid search): "
+        "adding it now"]
+
+
+def test_the_rewrite_is_fused_with_the_question_results():
+    from program.retrieval.fusion import fuse_passages as fuse
+
+    question = [Passage(id=i, text=i, source="kb", score=.5) for i in ("q1", "q2", "q3", "q4", "both")]
+    rewrite = [Passage(id=i, text=i, source="kb", score=.4) for i in ("both", "r1", "r2")]
+    seen = {"q1", "q2", "q3"}
+    again = [p for p in fuse([question, rewrite]) if p.id not in seen][:3]
+    # found by both first (1/61 + 1/65), then by rank: r1 (1/62), r2 (1/63) before q4 (1/64)
+    assert ids(again) == ["both", "r1", "r2"]
