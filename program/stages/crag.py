@@ -19,6 +19,7 @@ from program.guards.cost import step
 from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
+from program.retrieval.fusion import fuse_passages
 from program.stages.attribution import Attributor, cite
 from program.stages.decision import Decider, Decision, holds_up, unmentioned_reason
 from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, check_draft
@@ -322,7 +323,9 @@ class CRAG(dspy.Module):
         trace.rewritten_query = query
         seen = {p.id for p in passages}
         with step(trace, "re-retrieve") as cost:
-            again = [p for p in self.knowledge_base.search(query, self.k) if p.id not in seen] if query != question else []
+            # the rewrite adds to the question's results, never replaces them (fused by rank)
+            found_kb = [self.knowledge_base.search(q, 2 * self.k) for q in (question, query)] if query != question else []
+            again = [p for p in fuse_passages(found_kb) if p.id not in seen][:self.k]
             cost.notes = f"{len(again)} new knowledge-base passages"
         found = []
         if self.web_searcher.backend is not None:
