@@ -64,7 +64,7 @@ def test_lexical_index_finds_a_term_the_vectors_miss(tmp_path, embedder):
     assert ids(dense) == ["kb-2#0", "flags.md#0", "kb-1#0"]  # the sentence vector blurs the code
     assert ids(kb.search(query, k=3, mode="lexical")) == ["flags.md#0"]  # the only chunk writing it
     hybrid = kb.search(query, k=3)
-    assert ids(hybrid) == ["flags.md#0", "kb-2#0", "kb-1#0"]  # first in both lists' sum of 1/(60 + rank)
+    assert ids(hybrid) == ["flags.md#0", "kb-2#0", "kb-1#0"]  # in both lists: 1/(10 + 2) + 0.75/(10 + 1)
     rare = hybrid[0]  # scored by its cosine, as dense search scores
     chunk = next(c for c in kb.chunks if c.chunk_id == "flags.md#0")
     cosine = float(embedder.encode([query])[0] @ embedder.encode([embed_text(chunk)])[0])
