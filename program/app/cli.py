@@ -163,6 +163,7 @@ def judges_line(report: dict) -> str:
 
 
 def _serve(args) -> int:
+    # lazy on purpose, as in _ask: the flags' checks load nothing heavy
     from program.app.flags import SetupError, check_program_flags, check_serve_flags
 
     try:

@@ -9,7 +9,7 @@ backends: :mod:`program.retrieval.index`, :mod:`program.retrieval.postgres.store
 question's results with its rewrite's (CRAG's re-retrieval, ``program.stages.crag``).
 
 ``HYBRID`` holds the weights the knowledge bases use, chosen on the labeled domains' train and
-dev rows (``python -m optimize.retrieval_recall --choose``; ``docs/lab/2026-12-06-hybrid-retrieval.md``).
+dev rows (``python -m optimize.retrieval_recall --choose``; ``docs/lab/2026-12-05-hybrid-retrieval.md``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class FusionParams:
 
 
 #: the knowledge bases' default, the best mean hybrid recall@5 over the domains' train and dev
-#: rows (0.802; Cormack et al.'s k=60 with equal weights: 0.787): ``docs/lab/2026-12-06-hybrid-retrieval.md``
+#: rows (0.802; Cormack et al.'s k=60 with equal weights: 0.787): ``docs/lab/2026-12-05-hybrid-retrieval.md``
 HYBRID = FusionParams(k=10, dense=1.0, lexical=0.75, depth=50)
 
 #: search modes every knowledge base takes (``search(query, k, mode=...)``)
