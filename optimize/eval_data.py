@@ -80,6 +80,35 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
     raise SystemExit(2)
 
 
+def demo_questions(compiled_dir) -> set[str]:
+    """The questions the compiled prompts hold as few-shot demos (``crag.json``), case- and
+    space-normalised; empty without a compiled state.
+
+    A question whose answer stands in the prompt measures recall, not reading: the compile's
+    demos come from training rows, but a PopQA question can be both an adversarial training
+    row's and a PopQA dev question (``eval_sets/popqa/README.md``'s split rule), so evaluation
+    leaves such questions out (``held_out``).
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(compiled_dir) / "crag.json" if compiled_dir else None
+    if path is None or not path.exists():
+        return set()
+    state = json.loads(path.read_text(encoding="utf-8"))
+    return {" ".join(str(d["question"]).split()).casefold()
+            for part in state.values() if isinstance(part, dict)
+            for d in part.get("demos", []) if isinstance(d, dict) and d.get("question")}
+
+
+def held_out(rows: list[dict], demos: set[str]) -> tuple[list[dict], list[dict]]:
+    """``(kept, left_out)``: ``rows`` split by whether their question is one of ``demos``."""
+    kept, out = [], []
+    for row in rows:
+        (out if " ".join(row["question"].split()).casefold() in demos else kept).append(row)
+    return kept, out
+
+
 def stratified_sample(rows: list[dict], limit: int, seed: int = 0, key: str = "relation") -> list[dict]:
     """A seeded sample of ``limit`` rows with every group of ``row[key]`` in proportion to its share.
 

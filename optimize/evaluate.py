@@ -67,7 +67,7 @@ from tqdm import tqdm
 
 from eval_sets.domains import DOMAINS
 from optimize import report
-from optimize.eval_data import is_correct, load_set  # noqa: F401 - public here since the split
+from optimize.eval_data import demo_questions, held_out, is_correct, load_set  # noqa: F401 - public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.selective import plot_risk_coverage
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
@@ -377,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     threads = _threads(args.threads, lm)
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
+    rows, demos = held_out(rows, demo_questions(compiled))
+    for row in demos:  # its answer stands in the compiled prompt: not a measure of reading
+        print(f"note: left out {row['id']}: the compiled prompts hold it as a demo", file=sys.stderr)
     run = _ask_modes(args, rows, build_program, knowledge_base, compiled, threads, csv_path, steps_path)
 
     summary = _summary(args, run, csv_path, steps_path)
@@ -386,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
-            "resume": args.resume, "skipped": run.skipped,
+            "resume": args.resume, "skipped": run.skipped, "left_out_as_demos": [r["id"] for r in demos],
             "n_questions": len(rows), "judges": run.judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}
     (out_dir / "summary.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")

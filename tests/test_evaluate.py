@@ -275,3 +275,20 @@ def test_an_i_dont_know_answer_is_an_abstention():
     assert abstained("I don't know", fallback=False) and is_correct(row, "I don't know", fallback=False)
     assert not is_correct(row, "No, there is no dispute fee.", fallback=False)
     assert not abstained("Acme Rockets was founded by Jane Roe [1].", fallback=False)
+
+
+def test_questions_the_compiled_prompts_hold_as_demos_are_left_out_of_evaluation(tmp_path):
+    """The bug: three PopQA dev questions were few-shot demos of the committed compile (an
+    adversarial training row reused them), so their answers stood in the prompt."""
+    from pathlib import Path
+
+    from optimize.eval_data import demo_questions, held_out, load_set
+
+    (tmp_path / "crag.json").write_text(json.dumps({
+        "generator.generate": {"demos": [{"question": "Who is the father of  Hans Holtedahl?", "answer": "Olaf"}]},
+        "evaluator.grade": {"demos": [{"augmented": True}]}, "metadata": {"dependency_versions": {}}}))
+    assert demo_questions(tmp_path) == {"who is the father of hans holtedahl?"}
+    assert demo_questions(None) == set() == demo_questions(tmp_path / "none")
+    kept, out = held_out(load_set("popqa", None, 0, "dev"),
+                         demo_questions(Path(__file__).resolve().parent.parent / "compiled"))
+    assert sorted(r["id"] for r in out) == ["popqa-0002", "popqa-0189", "popqa-0409"] and len(kept) == 299
