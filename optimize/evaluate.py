@@ -110,6 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "postgresql://user@host:port/db?table=NAME; env CRAG_KB")
     p.add_argument("--decide-retrieval", action="store_true",
                    help="crag and self-crag first decide whether a question needs retrieval at all")
+    p.add_argument("--retrieval", default=None, choices=("hybrid", "dense", "lexical"),
+                   help="search the knowledge base in this mode instead of its default (hybrid)")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in args.modes if m not in MODES]
@@ -130,6 +132,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.web is None:  # a labeled domain is a private knowledge base: no web unless asked
         args.web = "snapshot" if args.set_name == "popqa" else "none"
     return args
+
+
+class SearchMode:
+    """A knowledge base searched in one mode (``--retrieval``: ``hybrid``, ``dense`` or
+    ``lexical``, ``program.retrieval.fusion.MODES``); every other attribute is its own."""
+
+    def __init__(self, knowledge_base, mode: str):
+        self._kb, self.mode = knowledge_base, mode
+
+    def search(self, query: str, k: int = 3):
+        return self._kb.search(query, k, mode=self.mode)
+
+    def search_batch(self, queries: list[str], k: int = 3):
+        return self._kb.search_batch(queries, k, mode=self.mode)
+
+    def __len__(self) -> int:
+        return len(self._kb)
+
+    def __getattr__(self, name):
+        return getattr(self._kb, name)
 
 
 def out_folder(args: argparse.Namespace, now: _dt.datetime | None = None) -> Path:
@@ -370,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.retrieval:
+        knowledge_base = SearchMode(knowledge_base if knowledge_base is not None else open_kb(), args.retrieval)
     lm = configure_lm(args.model)
     if args.no_cache:
         import dspy
@@ -389,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
+            "retrieval": args.retrieval or "hybrid",
             "resume": args.resume, "skipped": run.skipped, "left_out_as_demos": [r["id"] for r in demos],
             "n_questions": len(rows), "judges": run.judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}

@@ -292,3 +292,30 @@ def test_questions_the_compiled_prompts_hold_as_demos_are_left_out_of_evaluation
     kept, out = held_out(load_set("popqa", None, 0, "dev"),
                          demo_questions(Path(__file__).resolve().parent.parent / "compiled"))
     assert sorted(r["id"] for r in out) == ["popqa-0002", "popqa-0189", "popqa-0409"] and len(kept) == 299
+
+
+def test_retrieval_flag_searches_the_knowledge_base_in_that_mode():
+    class Recording:
+        manifest = {"files": {"a.md": "0" * 64}}
+
+        def __init__(self):
+            self.modes = []
+
+        def search(self, query, k=3, mode="hybrid"):
+            self.modes.append(mode)
+            return [query] * k
+
+        def search_batch(self, queries, k=3, mode="hybrid"):
+            self.modes.append(mode)
+            return [[q] for q in queries]
+
+        def __len__(self):
+            return 7
+
+    kb = Recording()
+    dense = evaluate.SearchMode(kb, "dense")
+    assert dense.search("q", 2) == ["q", "q"] and dense.search_batch(["a", "b"]) == [["a"], ["b"]]
+    assert kb.modes == ["dense", "dense"] and len(dense) == 7 and dense.manifest is kb.manifest
+    assert evaluate.parse_args(["--retrieval", "dense"]).retrieval == "dense"
+    with pytest.raises(SystemExit):
+        evaluate.parse_args(["--retrieval", "fuzzy"])
