@@ -104,6 +104,10 @@ def test_names_the_knowledge_base_never_writes_are_unmentioned_unless_the_passag
     assert check_draft(velero, "Run etcdctl snapshot save.", [backup], {}, 0.9, {"velero"}).unmentioned == ("velero",)
     assert check_draft(velero, "Run velero backup create.", [page], {}, 0.9, {"velero"}).unmentioned == ()
     assert check_draft(velero, "Run etcdctl snapshot save.", [backup], {}, 0.9).unmentioned == ()
+    # the bug: a web page's strip about "Legg Mason" did not repeat the name; its title does
+    tennis = "What sport does 2004 Legg Mason Tennis Classic play?"
+    strip = Strip("web:1", 0, "The tournament was played on outdoor hard courts.", title="2004 Legg Mason Tennis Classic")
+    assert check_draft(tennis, "Tennis.", [strip], {}, 0.9, {"legg"}).unmentioned == ()
 
 
 def test_an_unmentioned_name_makes_a_confident_draft_incorrect():

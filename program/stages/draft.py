@@ -144,7 +144,9 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         token_probability=_or_half(token_probability),
         passage_score=round(max(graded), 4) if graded else 0.5,
         cited=1.0 if cited else 0.0,
-        unmentioned=tuple(sorted(set(unknown) - mentioned_in(word_set(s.text for s in strips), unknown))),
+        # a strip's title counts: a web page's sentences rarely repeat the name the page is about
+        unmentioned=tuple(sorted(set(unknown) - mentioned_in(word_set(f"{s.title or ''} {s.text}" for s in strips),
+                                                           unknown))),
     )
 
 
