@@ -80,3 +80,31 @@ def test_a_corrupt_reassembly_fails_its_checksum(tmp_path, monkeypatch):
     with pytest.raises(model_files.ModelFilesError, match="expected 1 and 0000"):
         model_files.ensure_model_file("embedded-y", cache_dir=tmp_path)
     assert not (tmp_path / "y.gguf").exists()
+
+
+def test_every_call_is_greedy_unless_it_asks_otherwise():
+    """The bug: the reader's answers were sampled at llama.cpp's default temperature 0.8 (two
+    runs on the same passages wrote the same draft for 2 questions in 30)."""
+    import dspy
+    from dspy.lm15 import Message, Response, TextPart, Usage
+
+    from program.lm.configure import TEMPERATURE, build_lm
+    from program.lm.retry import RetryingLM
+    from program.stages.generation import AnswerGenerator
+    from program.types import Strip
+
+    assert TEMPERATURE == 0.0 and build_lm("openai/served", api_base="http://127.0.0.1:9/v1").kwargs["temperature"] == 0.0
+
+    class Engine:
+        configs = []
+
+        def complete(self, request):
+            self.configs.append(request.config)
+            return Response(id="1", model="m", finish_reason="stop", usage=Usage(input_tokens=1, output_tokens=1),
+                            message=Message.assistant([TextPart("[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]")]))
+
+    engine = Engine()
+    lm = RetryingLM("local/fake", engine=engine, max_tokens=64, retries=0, timeout=None, temperature=TEMPERATURE, cache=False)
+    with dspy.context(lm=lm):
+        AnswerGenerator().draft(question="Capital of France?", strips=[Strip("a", 0, "Paris is the capital.")])
+    assert engine.configs[-1].temperature == 0.0

@@ -10,7 +10,9 @@ is a ``program.lm.retry.RetryingLM``: a served model's calls have a timeout (``C
 endpoint; every call first checks the question's time cap (``program.guards.caps``).
 
 Choice, in order: the ``model`` argument, the ``CRAG_LM`` environment variable,
-``embedded-1.5b``. Critique steps ask for temperature 0 themselves (see ``critique``).
+``embedded-1.5b``. Every call is greedy (temperature 0, ``TEMPERATURE``) unless it asks for
+another: without it the embedded engine sampled answers at llama.cpp's default temperature 0.8,
+and two runs of the same program on the same passages wrote the same draft for 2 questions in 30.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from program.lm.retry import RetryingLM
 DEFAULT_MODEL = "embedded-1.5b"
 # Grading, strip relevance and support checks are critiques: deterministic (docs/how-it-works.md).
 CRITIQUE_CONFIG = {"temperature": 0.0}
+# The program's default for every call, answers included: a compiled program answers the same way twice.
+TEMPERATURE = 0.0
 
 
 class LlamaCppEngine:
@@ -138,7 +142,8 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
         max_tokens: completion cap per call.
 
     Returns:
-        A ``dspy.LM``; its ``history`` holds each call's usage.
+        A ``dspy.LM`` at temperature 0 (``TEMPERATURE``; a call may ask for another); its
+        ``history`` holds each call's usage.
 
     Raises:
         program.lm.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
@@ -148,13 +153,14 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
     if model in EMBEDDED_MODELS:
         if model not in _ENGINES:
             _ENGINES[model] = LlamaCppEngine(ensure_model_file(model))
-        return RetryingLM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, retries=0, timeout=None)
+        return RetryingLM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, retries=0, timeout=None,
+                          temperature=TEMPERATURE)
     caps = QuestionCaps.from_env()
     kwargs = {}
     if os.environ.get("CRAG_API_KEY"):
         kwargs["api_key"] = os.environ["CRAG_API_KEY"]
     return RetryingLM(model, api_base=api_base or os.environ.get("CRAG_API_BASE"), retries=caps.lm_retries,
-                      timeout=caps.lm_timeout, max_tokens=max_tokens, **kwargs)
+                      timeout=caps.lm_timeout, max_tokens=max_tokens, temperature=TEMPERATURE, **kwargs)
 
 
 def configure_lm(model: str | None = None, api_base: str | None = None) -> dspy.LM:
