@@ -167,3 +167,13 @@ def test_the_rewrite_is_fused_with_the_question_results():
     again = [p for p in fuse([question, rewrite]) if p.id not in seen][:3]
     # found by both first (1/61 + 1/65), then by rank: r1 (1/62), r2 (1/63) before q4 (1/64)
     assert ids(again) == ["both", "r1", "r2"]
+
+
+def test_a_knowledge_base_without_a_single_lexical_term_still_indexes(tmp_path, embedder):
+    """The bug: a corpus whose chunks hold only stop words made bm25s fail with
+    "max() arg is an empty sequence" and index ended in that line."""
+    assert LexicalIndex.build(["the and of", "to be or not to be"]).search("to be", 3) == []
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("To be or not to be.\n")
+    kb = KnowledgeBase.build(tmp_path / "c", tmp_path / "idx", embedder=embedder)
+    assert len(kb) == 1 and [p.id for p in kb.search("to be", 1)] == [kb.chunks[0].chunk_id]

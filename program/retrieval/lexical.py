@@ -47,6 +47,7 @@ in out on off over under again further then once here there when where why how a
 other some such no nor not only own same so than too very s t can will just don should now""".split())
 
 _WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+_NO_TERM = "\x00"  # never a token: ``tokens`` yields word characters only
 _stemmer = None
 
 
@@ -85,7 +86,10 @@ class LexicalIndex:
         import bm25s  # lazy: loads only when a lexical index is built or opened
 
         bm25 = bm25s.BM25(method=PARAMS["method"], k1=PARAMS["k1"], b=PARAMS["b"])
-        bm25.index([tokens(t) for t in texts], show_progress=False)
+        corpus = [tokens(t) for t in texts]
+        if not any(corpus):  # bm25s cannot index an empty vocabulary: a term no query holds keeps it valid
+            corpus = [[_NO_TERM] for _ in corpus]
+        bm25.index(corpus, show_progress=False)
         return cls(bm25, len(texts), dict(PARAMS))
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
