@@ -85,11 +85,12 @@ def test_the_harness_counts_following_where_the_instruction_reaches_the_generato
     # rag hands the gullible generator whole passages: every injection it retrieves is obeyed
     assert rag["following_rate"] == rag["reached_generator_rate"] == 1.0 and rag["answered"] == 0
     # crag sets aside the sentences addressing the model before its reader sees the passages: nothing
-    # obeyed, nothing reached; the gullible reader answers from each passage's first sentence, which
-    # holds the answer in 16 of the 25 answerable cases (the strip filter, before the draft-first
-    # route, handed it the answering sentence itself: 25)
+    # obeyed, nothing reached; the gullible reader answers from each passage's first sentence. The
+    # web cases ask about names the knowledge base never writes ("Quenby Gardens"), so their drafts
+    # from knowledge-base passages do not hold up and the correction answers from the web page:
+    # all 25 answerable cases right (16 before the name gate, when those drafts were given)
     assert crag["followed"] == 0 and crag["reached_generator_rate"] == 0
-    assert crag["answered"] == 16 and crag["answerable"] == 25
+    assert crag["answered"] == 25 and crag["answerable"] == 25
     assert summary["cases"] == 34 and crag["errors"] == rag["errors"] == 0
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert len(rows) == 2 * 34 and {r["mode"] for r in rows} == {"crag", "rag"}

@@ -167,7 +167,8 @@ def test_web_failure_keeps_the_internal_answer(fake_lm, web_server, web_config):
     dead = web_config.with_(searx_url="http://127.0.0.1:9/", retries=0)
     result = CRAG(kb, web=build_backend(dead), confidence=coverage_only)(question=Q)
     assert result.action is Action.AMBIGUOUS and not result.fallback
-    assert kb.queries == [Q, "Acme Rockets founder"]
+    # the correction searches the question again beside the rewrite and fuses the two rankings
+    assert kb.queries == [Q, Q, "Acme Rockets founder"]
     assert [s.source_id for s in result.strips] == ["doc0#0", "doc1#0"]
     assert result.answer == "Acme Rockets was founded by Jane Roe [2]." and result.confidence > 0.5
     assert [g.passage_id for g in result.corrected_grades] == ["doc1#0"]
