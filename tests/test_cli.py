@@ -100,7 +100,8 @@ def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
     assert lines[0] == FALLBACK_ANSWER
     assert re.fullmatch(r"action: incorrect  confidence: 0\.\d\d  fallback: True", lines[2])
     assert float(lines[2].split()[3]) < 0.5
-    assert lines[3] == "declined (below the operating point): Acme Rockets was founded by Elon Musk [1]."
+    assert re.fullmatch(r"declined \(confidence 0\.\d\d < accept 0\.50\): Acme Rockets was founded by Elon Musk \[1\]\.",
+                        lines[3])
 
 
 @pytest.mark.parametrize("args, message", [
@@ -115,3 +116,23 @@ def test_serve_refuses_bad_flags_in_one_line_before_loading_a_model(args, messag
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and len(err.strip().splitlines()) == 1
+
+
+def test_ask_says_why_it_declined_a_question_about_a_name_the_documents_never_write(capsys, monkeypatch, fake_lm):
+    """The bug: ask printed "declined (below the operating point)" for a draft declined because the
+    knowledge base never names what was asked; it now prints the reason the trace gives."""
+    import signatures
+    from program.retrieval.mentions import mentioned_in, word_set
+    from tests.conftest import ListKnowledgeBase
+
+    class Mentioning(ListKnowledgeBase):
+        def mentions(self, terms):
+            return mentioned_in(word_set(p.text for p in self.passages), terms)
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Run etcdctl snapshot save [1]."}
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.app.resources.knowledge_base",
+                        lambda *a: Mentioning(["Back up etcd: run etcdctl snapshot save."]))
+    assert main(["ask", "What's the Velero command to back up etcd?", "--compiled", "none", "--web", "none"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == "declined (the knowledge base never mentions 'velero'): Run etcdctl snapshot save [1]."

@@ -134,7 +134,9 @@ def _ask(args) -> int:
     else:
         print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
         if result.declined:
-            print(f"declined (below the operating point): {result.declined}")
+            why = next((e[len("declined: "):].removesuffix("; honest fallback") for e in reversed(result.trace.events)
+                        if e.startswith("declined: ")), "below the operating point")
+            print(f"declined ({why}): {result.declined}")
     for c in result.citations:
         print(f"[{c.number}] {c.source_id}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
     for s in result.sentences:
