@@ -134,9 +134,7 @@ def _ask(args) -> int:
     else:
         print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
         if result.declined:
-            why = next((e[len("declined: "):].removesuffix("; honest fallback") for e in reversed(result.trace.events)
-                        if e.startswith("declined: ")), "below the operating point")
-            print(f"declined ({why}): {result.declined}")
+            print(_declined_line(result))
     for c in result.citations:
         print(f"[{c.number}] {c.source_id}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
     for s in result.sentences:
@@ -150,6 +148,13 @@ def _ask(args) -> int:
         print(judges_line(t.judges))
     print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
     return 0
+
+
+def _declined_line(result) -> str:
+    """``declined (<the reason the trace gives>): <the answer held back>``."""
+    why = next((e[len("declined: "):].removesuffix("; honest fallback") for e in reversed(result.trace.events)
+                if e.startswith("declined: ")), "below the operating point")
+    return f"declined ({why}): {result.declined}"
 
 
 def judges_line(report: dict) -> str:
