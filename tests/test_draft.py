@@ -117,3 +117,15 @@ def test_an_unmentioned_name_makes_a_confident_draft_incorrect():
     assert decision.reasons == ["the knowledge base never mentions 'velero'"]
     assert not holds_up(evidence, 0.95, 0.5)
     assert ConfidenceModel().score(evidence) == 0.0 < ConfidenceModel().score(DraftEvidence(support=1.0, premise=1.0))
+
+
+def test_numbers_the_passages_never_write_are_not_grounded():
+    # the failing drafts: "$15" for business cards and "1.5 weeks" from passages without them
+    cards = Strip("cards.md#1", 0, "Order business cards through the print shop; allow three business days.")
+    assert check_draft("How much do business cards cost?", "$15 [1]", [cards], {}, 0.9).numbers_grounded == 0.0
+    assert check_draft("How far ahead do I order?", "3 business days [1].", [cards], {}, 0.9).numbers_grounded == 1.0
+    # the question's own numbers are the user's, and an answer without numbers has none to invent
+    assert check_draft("Is 16 characters enough?", "Yes, 16 is the minimum.", [cards], {}, 0.9).numbers_grounded == 1.0
+    assert check_draft("Where do I order cards?", "The print shop [1].", [cards], {}, 0.9).numbers_grounded == 1.0
+    both = check_draft("How long?", "Between 3 and 7 days [1].", [cards], {}, 0.9)
+    assert both.numbers_grounded == 0.5

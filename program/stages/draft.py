@@ -11,6 +11,8 @@ in [0, 1], no LM call beyond the generation that wrote it):
 - ``token_probability``: how sure the reader was of its words (geometric mean of their token
   probabilities, ``program.lm.token_scores.field_text_probability``; 0.5 when the LM gives none);
 - ``passage_score``: the retrieval evaluator's score of the best cited passage (CRAG §4.2);
+- ``numbers_grounded``: the answer's own numbers (those the question lacks) stand in its
+  passages: a small reader invents a "$15" or "1.5 weeks" the documents never wrote;
 - ``abstained``: the draft says the passages do not answer;
 - ``unmentioned``: the question's names that neither the knowledge base nor the draft's
   passages ever write (``asked_names``): the documents cannot say what they never name, so
@@ -32,13 +34,13 @@ from program.retrieval.mentions import mentioned_in, word_set
 from program.stages.generation import cited_numbers
 from program.stages.selfcheck import (VERDICT_VALUE, is_abstention, lexical_support, strip_citations,
                                       without_asked_entity)
-from program.text import content_words, coverage, numbers, words
+from program.text import content_words, coverage, numbers, spelled_as_digits, words
 from program.types import Strip
 
 # A term a reader copies from the documents: camelCase, snake_case, dotted, or with digits.
 _TERM = re.compile(r"`[^`]+`|\b\w*[a-z][A-Z]\w*\b|\b\w+[_.]\w+\b|\b\w*\d\w*\b")
 FEATURES = ("support", "sentence_support", "premise", "question_coverage", "token_probability", "passage_score",
-            "cited")
+            "cited", "numbers_grounded")
 
 
 @dataclass
@@ -57,6 +59,8 @@ class DraftEvidence:
         token_probability: the reader's probability of its answer's words; 0.5 when unknown.
         passage_score: the evaluator's best score among the cited passages (0.5 when ungraded).
         cited: 1.0 when the answer itself cites a passage with ``[n]``, else 0.0.
+        numbers_grounded: share of the answer's own numbers (not in the question) written in
+            any of its passages, digits or words (1.0 when it has none).
         abstained: the answer says the passages do not answer the question.
         unmentioned: the question's names (``asked_names``) the caller found nowhere in the
             knowledge base that its passages do not write either, sorted; ``()`` when none.
@@ -69,6 +73,7 @@ class DraftEvidence:
     token_probability: float = 0.5
     passage_score: float = 0.5
     cited: float = 0.0
+    numbers_grounded: float = 1.0
     abstained: bool = False
     unmentioned: tuple[str, ...] = ()
 
@@ -144,10 +149,24 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         token_probability=_or_half(token_probability),
         passage_score=round(max(graded), 4) if graded else 0.5,
         cited=1.0 if cited else 0.0,
+        numbers_grounded=numbers_grounded(question, strip_citations(answer), strips),
         # a strip's title counts: a web page's sentences rarely repeat the name the page is about
         unmentioned=tuple(sorted(set(unknown) - mentioned_in(word_set(f"{s.title or ''} {s.text}" for s in strips),
                                                            unknown))),
     )
+
+
+def numbers_grounded(question: str, answer: str, strips: list[Strip]) -> float:
+    """Share of ``answer``'s numbers that the question lacks and some strip writes (in digits
+    or words, ``spelled_as_digits``), in [0, 1]; 1.0 when the answer has no number of its own.
+
+    ``("How much do cards cost?", "$15", [Strip(text="Order cards from the print shop.")])`` -> 0.0
+    """
+    own = numbers(spelled_as_digits(answer)) - numbers(spelled_as_digits(question))
+    if not own:
+        return 1.0
+    written = numbers(spelled_as_digits(" \n".join(s.text for s in strips)))
+    return round(len(own & written) / len(own), 4)
 
 
 def _or_half(p: float | None) -> float:
@@ -157,7 +176,7 @@ def _or_half(p: float | None) -> float:
 # Set by hand before any fit: each check pulls the same way, the answer's own words and the
 # premise most (a right answer copies its words from a passage that names what was asked).
 DEFAULT_WEIGHTS = {"support": 2.0, "sentence_support": 0.0, "premise": 2.0, "question_coverage": 1.0, "token_probability": 2.0,
-                   "passage_score": 1.0, "cited": 0.5}
+                   "passage_score": 1.0, "cited": 0.5, "numbers_grounded": 0.0}
 DEFAULT_BIAS = -4.5
 
 
