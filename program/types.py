@@ -244,6 +244,8 @@ class CRAGResult:
             that of the best answer declined (``declined``: the decline is right with probability
             1 - confidence). ``rag`` reports its one answer's the same way.
         declined: the best answer written when the program declined it (the fallback), else "".
+        declined_because: why it was declined, one phrase ("confidence 0.31 < accept 0.50",
+            "the knowledge base never mentions 'velero'", ...), else "".
         draft: the reader's first answer (``crag`` and ``self-crag``), before any correction.
         draft_checks: the draft's checks (``program.stages.draft.DraftEvidence`` as a dict:
             support, premise, question_coverage, token_probability, passage_score, cited, abstained).
@@ -275,6 +277,7 @@ class CRAGResult:
     draft: str = ""
     draft_checks: dict = field(default_factory=dict)
     declined: str = ""
+    declined_because: str = ""
     citations: list[Citation] = field(default_factory=list)
     sentences: list[AnswerSentence] = field(default_factory=list)
     grades: list[ChunkGrade] = field(default_factory=list)

@@ -148,6 +148,7 @@ def test_a_confident_draft_whose_words_its_passage_lacks_does_not_hold_up(fake_l
     assert any("but" in e and "its own words are not in the cited passages (support 0.00)" in e
                for e in result.trace.events)
     assert result.trace.events[-1] == "declined: support 0.00: its own words are not in its passage; honest fallback"
+    assert result.declined_because == "support 0.00: its own words are not in its passage"
 
 
 def test_fallback_when_web_fails_and_nothing_internal(fake_lm):
@@ -233,6 +234,7 @@ def test_a_question_naming_what_the_knowledge_base_never_writes_is_declined_in_o
     assert result.draft_checks["unmentioned"] == ("acme",) and result.draft_checks["support"] == 1.0
     assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
     assert result.declined == result.draft and result.confidence == 0.0
+    assert result.declined_because == "the knowledge base never mentions 'acme'"
     assert sum(fake_lm.calls.values()) == 1  # no rewrite: the same documents cannot name Acme
     assert "the knowledge base never mentions 'acme'" in " ".join(result.trace.events)
 

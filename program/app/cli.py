@@ -151,10 +151,8 @@ def _ask(args) -> int:
 
 
 def _declined_line(result) -> str:
-    """``declined (<the reason the trace gives>): <the answer held back>``."""
-    why = next((e[len("declined: "):].removesuffix("; honest fallback") for e in reversed(result.trace.events)
-                if e.startswith("declined: ")), "below the operating point")
-    return f"declined ({why}): {result.declined}"
+    """``declined (<why>): <the answer held back>``."""
+    return f"declined ({result.declined_because or 'below the operating point'}): {result.declined}"
 
 
 def judges_line(report: dict) -> str:

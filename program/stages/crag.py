@@ -252,7 +252,7 @@ class CRAG(dspy.Module):
                f"confidence {best.confidence:.2f} < accept {self.accept:.2f}" if best.confidence < self.accept else
                f"support {best.evidence.support:.2f}: its own words are not in its passage")
         result.trace.note(f"declined: {why}; honest fallback")
-        result.fallback, result.declined = True, best.answer
+        result.fallback, result.declined, result.declined_because = True, best.answer, why
         return result
 
     def _unknown_names(self, question: str, trace: Trace) -> set[str]:

@@ -111,7 +111,7 @@ function onResult(r) {
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
   const flags = [];
   flags.push(`confidence ${fmt(r.confidence)}`);
-  if (r.fallback) flags.push(r.declined ? `declined: the best answer written ("${r.declined}") stayed below the operating point` : "nothing reliable remained: the honest fallback");
+  if (r.fallback) flags.push(r.declined ? `declined (${r.declined_because || "below the operating point"}): the best answer written was "${r.declined}"` : "nothing reliable remained: the honest fallback");
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
   flags.push(...unsupported);
