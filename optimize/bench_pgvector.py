@@ -1,5 +1,6 @@
 """The pgvector knowledge base as a benchmark index: built through the program's ingestion
-path from given vectors, searched like a faiss index (``search(vectors, k) -> (scores, ids)``)."""
+path from given vectors, searched like a faiss index (``search(vectors, k) -> (scores, ids)``),
+or, built with its full-text side, searched as the program searches it (``.kb.search``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import numpy as np
 
 from program.retrieval.chunking import Chunk
-from program.retrieval.postgres import PgVectorKnowledgeBase, schema
+from program.retrieval.postgres import PgVectorKnowledgeBase, fulltext as fulltext_index, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import CHUNK_COLUMNS, COPY_TYPES, chunking_key, copy_rows, publish_file
 from program.retrieval.postgres.url import DatabaseURL
@@ -18,10 +19,11 @@ SOURCE_FILE = "synthetic.jsonl"
 
 class PgVectorIndex:
     """A filled pgvector knowledge base answering ``search`` with faiss's shapes: row ids are
-    the ``j`` of chunk ids ``syn-<j>#0``."""
+    the ``j`` of chunk ids ``syn-<j>#0``. ``lexicon_seconds``: the time :func:`build_pgvector`
+    took to count the full-text lexicon (0 when built without the full-text side)."""
 
-    def __init__(self, kb: PgVectorKnowledgeBase):
-        self.kb = kb
+    def __init__(self, kb: PgVectorKnowledgeBase, lexicon_seconds: float = 0.0):
+        self.kb, self.lexicon_seconds = kb, lexicon_seconds
 
     def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` per row of ``vectors`` (shape ``(q, d)``): scores and ids, each ``(q, k)``."""
@@ -36,13 +38,19 @@ class PgVectorIndex:
 
 
 def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder, hnsw: dict,
-                   batch_size: int = 256) -> tuple[PgVectorIndex, float]:
+                   batch_size: int = 256, fulltext: bool = False) -> tuple[PgVectorIndex, float]:
     """A new knowledge base at ``url`` (its table must not exist) holding ``chunks`` with
     ``vectors`` (shape ``(len(chunks), d)``) as one corpus file: staged in batches of
     ``batch_size``, then published in one transaction into the HNSW-indexed table.
 
+    With ``fulltext``, as the program's index run does (:mod:`program.retrieval.postgres.ingest`):
+    the ``tsv`` column and its GIN index are added to the empty table before the writes (so
+    publishing fills them), and the lexicon is counted after publishing. Without it, the table
+    gets them when it is opened (``PgVectorKnowledgeBase.connect``), outside the timed writes.
+
     Returns:
-        The index and the seconds the writes took (tables created beforehand, not counted).
+        The index and the seconds the writes took, the lexicon count included (tables created
+        beforehand, not counted).
     """
     db = Database(DatabaseURL.parse(url), max_size=2)
     table, key, sha = db.url.table, chunking_key({"bench": True}), "synthetic"
@@ -51,6 +59,8 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
             "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **hnsw},
             "source_path": "synthetic", "created": "", "generation": 0}
     db.run(lambda c: schema.create(c, table, vectors.shape[1], hnsw, meta), what="create tables")
+    if fulltext:
+        db.run(lambda c: fulltext_index.ensure(c, table), what="create the full-text index")
     db.renew()
     names = schema.names(table)
     t0 = time.perf_counter()
@@ -60,6 +70,10 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
         db.run(lambda conn: copy_rows(conn, names["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
                                   ["text", "text"] + COPY_TYPES, rows), what="stage")
     db.run(lambda c: publish_file(c, table, SOURCE_FILE, sha, key, len(chunks), len(chunks)), what="publish")
-    seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    if fulltext:
+        db.run(lambda c: fulltext_index.refresh(c, table), what="count the lexicon")
+    t2 = time.perf_counter()
+    seconds, lexicon = t2 - t0, t2 - t1
     db.close()
-    return PgVectorIndex(PgVectorKnowledgeBase.connect(url, embedder)), seconds
+    return PgVectorIndex(PgVectorKnowledgeBase.connect(url, embedder), lexicon if fulltext else 0.0), seconds
