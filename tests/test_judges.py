@@ -355,3 +355,35 @@ def test_the_lm_usefulness_verdict_is_not_read_against_the_evaluators_probabilit
     assert result.usefulness == {"maybe": 0.5, "False": 0.0, "True": 1.0}[verdict]
     assert (fake_lm.calls["GenerateStrictAnswer"] == 1) is retried
     assert any(f"(threshold 0.5)" in s.notes for s in result.trace.steps if s.step == "usefulness")
+
+
+def test_the_judges_embed_each_text_once_while_it_is_cached():
+    """Attribution scored every answer sentence against every strip and embedded the strips'
+    sentences again each time: the cite step took a median 3.6 s, up to 43 s, of a Kubernetes
+    question's 21 s (reports/kubernetes-test-60-greedy/steps.csv)."""
+    import copy
+
+    import numpy as np
+
+    from program.judges import store
+
+    class Counting:
+        def __init__(self):
+            self.asked: list[str] = []
+
+        def encode(self, texts):
+            self.asked += list(texts)
+            return np.array([[float(len(t)), 1.0] for t in texts])
+
+    judges = store.JudgeSet(judges={})
+    judges.embedder = Counting()
+    first = judges._encode(["a claim", "a strip sentence", "a claim"])
+    assert first.shape == (3, 2) and first[0, 0] == first[2, 0] == 7.0
+    again = judges._encode(["a strip sentence", "another claim"])
+    assert judges.embedder.asked == ["a claim", "a strip sentence", "another claim"]
+    assert again.tolist() == [[16.0, 1.0], [13.0, 1.0]]
+    judges.embedder = Counting()  # another embedder: nothing of the first is reused
+    judges._encode(["a claim"])
+    assert judges.embedder.asked == ["a claim"]
+    assert judges._encode([]).size == 0
+    copy.deepcopy(judges)  # a program (and its judges) is deep-copied by DSPy's load and optimizers

@@ -5,8 +5,8 @@ The compile picks the reader's demos from every training domain. A demo's answer
 opened..." came back, word for word, as the handbook's answer to "How quickly do I have to
 report a security incident?" (greedy drafts of the handbook's training questions). A demo
 whose passages the knowledge base does not hold teaches the format at the price of that
-leak, so it is left out there; DSPy's few-shot prompts (Khattab et al. 2023, §3) are
-examples of the task on its own data.
+leak, so it is left out there: a few-shot demo (DSPy's ``BootstrapFewShot``, Khattab et al.
+2023) is an example of the task on the data it will meet.
 """
 
 from __future__ import annotations

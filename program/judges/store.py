@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +27,9 @@ from program.atomic import write_atomic
 from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
 from program.judges.model import LinearJudge
 from program.retrieval.embedding import get_embedder
+
+VECTOR_CACHE = 4096  # texts whose vectors a JudgeSet keeps (384 floats each: about 6 MB)
+_VECTORS_LOCK = threading.Lock()  # module-level: a JudgeSet is deep-copied with the program
 
 JUDGES_FILE = "judges.json"
 JUDGMENTS = ("passage", "strip", "support")
@@ -122,6 +127,10 @@ class JudgeSet:
     corpus: str = ""
     adapted: dict = field(default_factory=dict)
     embedder: object = None
+    # the vectors of texts already embedded: attribution asks for the same strip sentences once
+    # per answer sentence, clause and strip (a bounded LRU; cleared when the embedder changes)
+    _vectors: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
+    _vectors_of: int = field(default=0, init=False, repr=False, compare=False)
 
     def use_corpus(self, knowledge_base) -> None:
         """Judge for ``knowledge_base``: its own measured choices apply when the compile had
@@ -176,9 +185,27 @@ class JudgeSet:
         return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
+        """The embedder's rows for ``texts`` (``len(texts)`` x dimension), each text embedded once
+        while it stays among the last ``VECTOR_CACHE`` asked for."""
         if self.embedder is None:
             self.embedder = get_embedder()
-        return np.asarray(self.embedder.encode(texts))
+        if not texts:
+            return np.asarray(self.embedder.encode(texts))
+        with _VECTORS_LOCK:
+            if self._vectors_of != id(self.embedder):
+                self._vectors.clear()
+                self._vectors_of = id(self.embedder)
+            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:  # embedded outside the lock: other questions' threads need not wait for it
+            known.update(zip(missing, np.asarray(self.embedder.encode(missing))))
+        with _VECTORS_LOCK:
+            for t in dict.fromkeys(texts):
+                self._vectors[t] = known[t]
+                self._vectors.move_to_end(t)
+            while len(self._vectors) > VECTOR_CACHE:
+                self._vectors.popitem(last=False)
+        return np.stack([known[t] for t in texts])
 
     def passage_scores(self, question: str, passages) -> list[float]:
         """Relevance in [0, 1] of each passage (``program.types.Passage``) to the question.
