@@ -25,7 +25,6 @@ from pathlib import Path
 import dspy
 
 from program.app import resources
-from program.app.demos import demos_for
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
@@ -258,8 +257,6 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     (``<directory>/adapted/<corpus_key>/``, ``program.judges.adapted``; made by
     ``python -m optimize.compile --kb`` or ``python -m program index``) replace the compile's
     own whenever that knowledge base is the one in use; ``program.judges.report()`` says which.
-    The reader's few-shot demos are kept only where ``knowledge_base`` holds their passages
-    (``program.app.demos``): a demo's answer from another domain is copied, not imitated.
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
@@ -291,8 +288,6 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
     program = CRAG(None, **settings)
     load_state(program, directory / STATE_FILE)
-    # the reader copies its demos' answers: keep only those whose passages this knowledge base holds
-    program.generator.generate.demos = demos_for(knowledge_base, program.generator.generate.demos)
     program.knowledge_base = knowledge_base
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder
