@@ -4,9 +4,10 @@ Usage::
 
     # the rows: every draft accepted (--accept 0, one LM call a question), training splits only
     python -m optimize.evaluate --set kubernetes --split train --limit 50 --modes crag --accept 0 \\
-        --no-cache --groundedness off --out reports/confidence-rows/kubernetes-train
-    # (the same for handbook, adversarial and popqa), then
-    python -m optimize.train_confidence reports/confidence-rows/*-train [--out compiled] [--decline 0.1]
+        --web none --no-cache --groundedness off --out reports/confidence-rows/greedy/kubernetes-train
+    # (the same for handbook 50 and adversarial 40; the committed model adds the 4 PopQA rows), then
+    python -m optimize.train_confidence reports/confidence-rows/greedy/*-train \\
+        reports/confidence-rows/popqa-train [--out compiled] [--decline 0.1]
 
 Each row is one draft that did not abstain: its checks (``results.csv``'s ``draft_checks``,
 ``program.stages.draft.FEATURES``) and whether it was right (``draft_correct``; an answer to
