@@ -1,6 +1,6 @@
 """The pgvector knowledge base as a benchmark index: built through the program's ingestion
 path from given vectors, searched like a faiss index (``search(vectors, k) -> (scores, ids)``),
-or, built with its full-text side, searched as the program searches it (``.kb.search``)."""
+or searched as the program searches it, hybrid included (``.kb.search``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from program.retrieval.chunking import Chunk
-from program.retrieval.postgres import PgVectorKnowledgeBase, fulltext as fulltext_index, schema
+from program.retrieval.postgres import PgVectorKnowledgeBase, postings as lexical_postings, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import CHUNK_COLUMNS, COPY_TYPES, chunking_key, copy_rows, publish_file
 from program.retrieval.postgres.url import DatabaseURL
@@ -20,7 +20,7 @@ SOURCE_FILE = "synthetic.jsonl"
 class PgVectorIndex:
     """A filled pgvector knowledge base answering ``search`` with faiss's shapes: row ids are
     the ``j`` of chunk ids ``syn-<j>#0``. ``lexicon_seconds``: the time :func:`build_pgvector`
-    took to count the full-text lexicon (0 when built without the full-text side)."""
+    took to count the BM25 lexicon."""
 
     def __init__(self, kb: PgVectorKnowledgeBase, lexicon_seconds: float = 0.0):
         self.kb, self.lexicon_seconds = kb, lexicon_seconds
@@ -38,15 +38,13 @@ class PgVectorIndex:
 
 
 def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder, hnsw: dict,
-                   batch_size: int = 256, fulltext: bool = False) -> tuple[PgVectorIndex, float]:
+                   batch_size: int = 256) -> tuple[PgVectorIndex, float]:
     """A new knowledge base at ``url`` (its table must not exist) holding ``chunks`` with
     ``vectors`` (shape ``(len(chunks), d)``) as one corpus file: staged in batches of
     ``batch_size``, then published in one transaction into the HNSW-indexed table.
 
-    With ``fulltext``, as the program's index run does (:mod:`program.retrieval.postgres.ingest`):
-    the ``tsv`` column and its GIN index are added to the empty table before the writes (so
-    publishing fills them), and the lexicon is counted after publishing. Without it, the table
-    gets them when it is opened (``PgVectorKnowledgeBase.connect``), outside the timed writes.
+    As the program's index run does (:mod:`program.retrieval.postgres.ingest`), publishing
+    writes the chunks' BM25 postings in the same transaction, and the lexicon is counted after.
 
     Returns:
         The index and the seconds the writes took, the lexicon count included (tables created
@@ -59,8 +57,7 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
             "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **hnsw},
             "source_path": "synthetic", "created": "", "generation": 0}
     db.run(lambda c: schema.create(c, table, vectors.shape[1], hnsw, meta), what="create tables")
-    if fulltext:
-        db.run(lambda c: fulltext_index.ensure(c, table), what="create the full-text index")
+    db.run(lambda c: lexical_postings.ensure(c, table), what="create the lexical postings")
     db.renew()
     names = schema.names(table)
     t0 = time.perf_counter()
@@ -71,9 +68,8 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
                                   ["text", "text"] + COPY_TYPES, rows), what="stage")
     db.run(lambda c: publish_file(c, table, SOURCE_FILE, sha, key, len(chunks), len(chunks)), what="publish")
     t1 = time.perf_counter()
-    if fulltext:
-        db.run(lambda c: fulltext_index.refresh(c, table), what="count the lexicon")
+    db.run(lambda c: lexical_postings.refresh(c, table), what="count the lexicon")
     t2 = time.perf_counter()
     seconds, lexicon = t2 - t0, t2 - t1
     db.close()
-    return PgVectorIndex(PgVectorKnowledgeBase.connect(url, embedder), lexicon if fulltext else 0.0), seconds
+    return PgVectorIndex(PgVectorKnowledgeBase.connect(url, embedder), lexicon), seconds

@@ -43,8 +43,8 @@ base's own ``search(q, k, mode="hybrid")`` and ``mode="dense"``:
   ``KnowledgeBase.build`` makes it); ``hnsw-hybrid``: the same over the HNSW index of ``--m``,
   ``--ef-construction``, ``--ef-search``;
 * ``pg-hybrid``: the pgvector knowledge base in table ``bench_<N>_seed<S>_hybrid``, built as
-  the program's index run builds it: ``tsv`` column and GIN index created with the table,
-  filled while publishing, then the lexicon counted; searched by the one fused SQL statement
+  the program's index run builds it: the BM25 postings written while publishing, then the
+  lexicon counted; searched by the one fused SQL statement
   (:mod:`program.retrieval.postgres.hybrid`).
 
 The knowledge base's embedder is a stand-in that hands back the vector the benchmark has just
@@ -66,8 +66,8 @@ When a hybrid type runs, the table gets five more columns (and its JSON rows the
 the other types' rows have none of them and show "—"):
 
 * ``lexical s``: seconds of the lexical side of the build, within ``add/s``: the BM25 index
-  (faiss), the lexicon count (pgvector; its ``tsv`` column and GIN index are filled while
-  publishing, so they show only as ``add/s`` below the ``pgvector`` row's);
+  (faiss), the lexicon count (pgvector; its postings are written while publishing, as they are
+  for the ``pgvector`` row, whose index run writes them too);
 * ``dense ms median``, ``dense ms p90``: the same knowledge base's ``mode="dense"`` search,
   search only, on the same questions, beside the hybrid figures;
 * ``top-5 same``, ``top-5 overlap`` (on the faiss hybrid rows, when ``pg-hybrid`` ran at the same
@@ -108,7 +108,7 @@ CACHE_DIR = Path(".cache/bench-retrieval")
 COLUMNS = ["chunks", "index", "embed/s", "add/s", "build/s", "ms median", "ms p90",
            "ms median (+embed)", "ms p90 (+embed)", "recall@k"]
 #: hybrid search (dense and BM25 fused by reciprocal rank): the faiss knowledge base over a flat
-#: or HNSW index, the pgvector one with its full-text index
+#: or HNSW index, the pgvector one with its BM25 postings
 HYBRID_TYPES = ("hybrid", "hnsw-hybrid", "pg-hybrid")
 TYPES = ("flat", "hnsw", "pgvector") + HYBRID_TYPES
 PG_TYPES = ("pgvector", "pg-hybrid")
@@ -276,21 +276,21 @@ def build_hybrid(kind: str, chunks: list[Chunk], vecs: np.ndarray, spec: IndexSp
 
     ``hybrid``, ``hnsw-hybrid``: the faiss index (flat, or HNSW of ``spec``) and the BM25 index of
     the chunks' embedded text (``LexicalIndex.build``, as ``KnowledgeBase.build`` makes it), in a
-    :class:`KnowledgeBase`. ``pg-hybrid``: the pgvector table with its ``tsv`` column, GIN index
-    and lexicon, written by :func:`optimize.bench_pgvector.build_pgvector`.
+    :class:`KnowledgeBase`. ``pg-hybrid``: the pgvector table with its BM25 postings and
+    lexicon, written by :func:`optimize.bench_pgvector.build_pgvector`.
 
     Returns:
         ``(knowledge base, add seconds, lexical seconds)``: add seconds count everything but the
         embedding (faiss: vectors and BM25; pgvector: staging, publishing, lexicon); lexical
         seconds, the lexical part where it is separate (faiss: the BM25 index; pgvector: the
-        lexicon count, the ``tsv`` column and GIN index being filled while publishing).
+        lexicon count, the postings being written while publishing).
     """
     if kind == "pg-hybrid":
         from optimize.bench_pgvector import build_pgvector
         from optimize.pg_local import with_table
 
         index, add_s = build_pgvector(with_table(args.pg_base, f"bench_{len(chunks)}_seed{args.seed}_hybrid"),
-                                      chunks, vecs, handed, args.pg_hnsw, fulltext=True)
+                                      chunks, vecs, handed, args.pg_hnsw)
         return index.kb, add_s, index.lexicon_seconds
     faiss_spec = spec if kind == "hnsw-hybrid" else IndexSpec("flat")
     t0 = time.perf_counter()

@@ -2,7 +2,9 @@
 and the choice of the hybrid fusion's parameters (Cormack et al. 2009's RRF, ``program.retrieval.fusion``).
 
 A row is a dict with ``relevant`` (set of chunk ids), ``domain``, ``category``, ``split`` and
-``rankings`` (mode -> list of chunk ids, best first). recall@k of a row = share of its relevant
+``rankings`` (mode -> list of chunk ids, best first; ``lexical+feedback<n>``: BM25 with ``n``
+feedback terms of the dense ranking's first chunks, the lexical side of hybrid search when the
+fusion asks for feedback). recall@k of a row = share of its relevant
 ids in the top k; MRR = 1 / rank of the first relevant id in the top 10 (0 if none); each a
 mean over the rows of a group.
 """
@@ -41,11 +43,16 @@ def hybrid_ranking(dense: list[str], lexical: list[str], fusion: FusionParams) -
                               fusion.k)]
 
 
+def lexical_ranking(row: dict, fusion: FusionParams) -> list[str]:
+    """The lexical ranking hybrid search fuses under ``fusion`` (with its feedback terms or without)."""
+    return row["rankings"][f"lexical+feedback{fusion.feedback}" if fusion.feedback else "lexical"]
+
+
 def objective(rows: list[dict], fusion: FusionParams) -> float:
     """Mean over domains of hybrid recall@5 under ``fusion`` (each domain counts once)."""
     by_domain: dict[str, list[float]] = {}
     for r in rows:
-        ranking = hybrid_ranking(r["rankings"]["dense"], r["rankings"]["lexical"], fusion)
+        ranking = hybrid_ranking(r["rankings"]["dense"], lexical_ranking(r, fusion), fusion)
         by_domain.setdefault(r["domain"], []).append(row_figures(ranking, r["relevant"])["recall@5"])
     return sum(sum(v) / len(v) for v in by_domain.values()) / max(len(by_domain), 1)
 

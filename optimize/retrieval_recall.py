@@ -12,11 +12,13 @@ questions, a chunk relevant when it names the subject and states an answer
 (``optimize.judge_data``). Each knowledge base is the program's own faiss index of the domain
 (reused from the cache; its BM25 index is added on first use).
 
-1. For every row, the dense and the lexical ranking of its question (top 100 each).
+1. For every row, the dense and the lexical ranking of its question (top 100 each), and the
+   lexical ranking with feedback terms of the dense ranking's first chunks.
 2. The fusion's rank constant, lexical weight and depth are chosen on the train and dev rows
    only (``optimize.recall_metrics.choose_fusion``: best mean over domains of hybrid recall@5).
-3. recall@1/3/5/10 and MRR per domain, split and category, for dense, lexical and hybrid under
-   the chosen fusion; test rows are reported, never used to choose.
+3. recall@1/3/5/10 and MRR per domain, split and category, for dense, lexical, hybrid under
+   the chosen fusion, and hybrid+feedback (the same with :data:`FEEDBACK_TERMS` feedback terms,
+   ``program.retrieval.feedback``); test rows are reported, never used to choose.
 4. hybrid + rewrite, for rows with a cached rewrite (``--rewrites``: JSONL of ``domain``,
    ``id``, ``query``): the question's hybrid ranking fused with the rewrite's, as the
    correction fuses them (``program.stages.crag``). ``--rewrite-with-lm`` writes the missing
@@ -31,15 +33,18 @@ Writes ``<out>/summary.json`` and ``<out>/README.md`` (the tables) and prints th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
 
 from optimize import recall_metrics as rm
+from program.retrieval.feedback import FEEDBACK_CHUNKS
 from program.retrieval.fusion import FusionParams, rrf
 
 DOMAIN_NAMES = ("adversarial", "kubernetes", "handbook")
 DEPTH = 100
+FEEDBACK_TERMS = 10  # RM3's customary number of expansion terms (Anserini's default)
 
 
 def domain_rows(name: str) -> list[dict]:
@@ -70,11 +75,18 @@ def popqa_rows(kb, train_limit: int) -> list[dict]:
 
 
 def add_rankings(rows: list[dict], kb, key) -> None:
-    """Each row's ``rankings``: ``dense`` and ``lexical``, top :data:`DEPTH` chunk ids as ``key`` maps them."""
+    """Each row's ``rankings``: ``dense``, ``lexical`` and ``lexical+feedback<n>`` (n =
+    :data:`FEEDBACK_TERMS`), top :data:`DEPTH` chunk ids as ``key`` maps them."""
     questions = [r["question"] for r in rows]
     for mode in ("dense", "lexical"):
         for r, found in zip(rows, kb.search_batch(questions, DEPTH, mode=mode)):
             r.setdefault("rankings", {})[mode] = [key(p.id) for p in found]
+    position = {c.chunk_id: i for i, c in enumerate(kb.chunks)}
+    tops = kb.search_batch(questions, FEEDBACK_CHUNKS, mode="dense")
+    for r, top in zip(rows, tops):
+        query = kb.lexical_query(r["question"], [position[p.id] for p in top], FEEDBACK_TERMS)
+        r["rankings"][f"lexical+feedback{FEEDBACK_TERMS}"] = [key(kb.chunks[i].chunk_id)
+                                                              for i, _ in kb.lexical.search_tokens(query, DEPTH)]
 
 
 def add_rewrites(rows: list[dict], kb, key, rewrites: dict, fusion: FusionParams) -> None:
@@ -84,10 +96,8 @@ def add_rewrites(rows: list[dict], kb, key, rewrites: dict, fusion: FusionParams
     if not had:
         return
     queries = [rewrites[(r["domain"], r["id"])] for r in had]
-    dense = kb.search_batch(queries, DEPTH, mode="dense")
-    lexical = kb.search_batch(queries, DEPTH, mode="lexical")
-    for r, d, lx in zip(had, dense, lexical):
-        again = rm.hybrid_ranking([key(p.id) for p in d], [key(p.id) for p in lx], fusion)
+    for r, found in zip(had, kb.search_batch(queries, DEPTH, fusion=fusion)):
+        again = [key(p.id) for p in found]
         r["rankings"]["hybrid+rewrite"] = [i for i, _ in rrf([r["rankings"]["hybrid"], again])]
 
 
@@ -129,24 +139,28 @@ def write_rewrites_with_lm(rows: list[dict], kbs: dict, path: Path, cached: dict
     return cached
 
 
-def pgvector_agreement(rows: list[dict], kbs: dict, fusion: FusionParams, pg_url: str | None) -> dict:
-    """Per knowledge base, the share of its dev rows whose pgvector hybrid top 5 equals faiss's
-    (``same_set``, ``same_order``), both searched with ``fusion``."""
+def pgvector_agreement(rows: list[dict], kbs: dict, fusions: list[FusionParams], pg_url: str | None) -> dict:
+    """Per knowledge base and fusion (keyed ``feedback=<n>``), the share of its dev rows whose
+    pgvector hybrid top 5 equals faiss's (``same_set``, ``same_order``), both searched with it."""
     from optimize.pg_local import database, with_table
     from optimize.recall_pgvector import StoredVectors
     from program.retrieval.postgres import PgVectorKnowledgeBase
+
+    def share(pairs) -> float:
+        return round(sum(pairs) / max(len(pairs), 1), 4)
 
     out = {}
     with database(pg_url) as base:
         for name, kb in kbs.items():
             questions = [r["question"] for r in rows if r["domain"] == name and r["split"] == "dev"]
-            theirs = [[p.id for p in ps] for ps in kb.search_batch(questions, 5, fusion=fusion)]
             with PgVectorKnowledgeBase.build(kb.manifest["source_path"], with_table(base, f"recall_{name}"),
                                              StoredVectors(kb), with_vocabulary=False) as pg:
-                ours = [[p.id for p in ps] for ps in pg.search_batch(questions, 5, fusion=fusion)]
-            out[name] = {"rows": len(questions),
-                         "same_set": round(sum(set(a) == set(b) for a, b in zip(ours, theirs)) / max(len(questions), 1), 4),
-                         "same_order": round(sum(a == b for a, b in zip(ours, theirs)) / max(len(questions), 1), 4)}
+                for fusion in fusions:
+                    theirs = [[p.id for p in ps] for ps in kb.search_batch(questions, 5, fusion=fusion)]
+                    ours = [[p.id for p in ps] for ps in pg.search_batch(questions, 5, fusion=fusion)]
+                    out.setdefault(name, {"rows": len(questions)})[f"feedback={fusion.feedback}"] = {
+                        "same_set": share([set(a) == set(b) for a, b in zip(ours, theirs)]),
+                        "same_order": share([a == b for a, b in zip(ours, theirs)])}
     return out
 
 
@@ -198,8 +212,11 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     rows, kbs = collect(args)
     fusion, grid = rm.choose_fusion([r for r in rows if r["split"] != "test"])
+    feedback = dataclasses.replace(fusion, feedback=FEEDBACK_TERMS)
     for r in rows:
         r["rankings"]["hybrid"] = rm.hybrid_ranking(r["rankings"]["dense"], r["rankings"]["lexical"], fusion)
+        r["rankings"]["hybrid+feedback"] = rm.hybrid_ranking(r["rankings"]["dense"],
+                                                             rm.lexical_ranking(r, feedback), feedback)
     rewrites = load_rewrites(args.rewrites)
     if args.rewrite_with_lm:
         rewrites = write_rewrites_with_lm(rows, kbs, args.rewrites, rewrites)
@@ -207,9 +224,9 @@ def main(argv=None) -> int:
     for name, kb in kbs.items():
         add_rewrites([r for r in rows if r["domain"] == name], kb, chunk_key if name != "popqa" else (lambda i: i),
                      rewrites, fusion)
-    modes = ["dense", "lexical", "hybrid"] + (["hybrid+rewrite"] if rewrites else [])
+    modes = ["dense", "lexical", "hybrid", "hybrid+feedback"] + (["hybrid+rewrite"] if rewrites else [])
     groups = rm.grouped(rows, modes)
-    agreement = pgvector_agreement(rows, kbs, fusion, args.pg_url) if args.pgvector else None
+    agreement = pgvector_agreement(rows, kbs, [fusion, feedback], args.pg_url) if args.pgvector else None
     write_report(args, fusion, grid, groups, modes, agreement, time.perf_counter() - t0)
     return 0
 

@@ -4,6 +4,7 @@ PostgreSQL, and the correction's rewrite fused with the question's results."""
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import shutil
@@ -133,29 +134,56 @@ def test_fused_sql_matches_faiss_hybrid_on_a_real_postgresql(tmp_path, pg_url, e
         weighted = FusionParams(k=10, lexical=2.0, depth=5)
         assert ids(kb.search(QUERY, k=3, fusion=weighted)) == \
                ids(faiss_kb.search(QUERY, k=3, fusion=weighted))
+        with_feedback = FusionParams(k=10, lexical=2.0, depth=5, feedback=4)
+        for q in queries:
+            assert ids(kb.search(q, k=4, fusion=with_feedback)) == ids(faiss_kb.search(q, k=4, fusion=with_feedback)), q
         assert kb.manifest["lexical"]["chunks"] == 9
         table = DatabaseURL.parse(pg_url).table
         with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
             indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                                    [f"{table}_tsv_gin"]).fetchone()[0]
-        assert "USING gin (tsv)" in indexdef
+                                    [f"{table}_postings_impact"]).fetchone()[0]
+            postings = {(r[0], r[1]): r[2] for r in conn.execute(f'SELECT chunk_id, lexeme, tf FROM "{table}_postings"')}
+        assert "(lexeme, impact DESC)" in indexdef
+        # the faiss index's own tokens (PostgreSQL's parser keeps "k8s.io" whole, stems "internal" to "intern")
+        assert postings == {(c.chunk_id, t): n for c in faiss_kb.chunks
+                            for t, n in collections.Counter(tokens(embed_text(c))).items()}
 
 
 def test_a_table_indexed_before_hybrid_search_is_upgraded_on_connect(tmp_path, pg_url, embedder, caplog):
     corpus = corpus_with_rare_term(tmp_path / "c")
     PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
     table = DatabaseURL.parse(pg_url).table
-    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the previous release left it
-        conn.execute(f'DROP TABLE "{table}_lexicon"')
-        conn.execute(f'ALTER TABLE "{table}" DROP COLUMN tsv')
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the release before hybrid left it
+        conn.execute(f'DROP TABLE "{table}_postings", "{table}_lexicon"')
         conn.execute(f"""UPDATE "{table}_meta" SET manifest = manifest - 'lexical'""")
     with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
         with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
             assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
             assert kb.manifest["lexical"]["chunks"] == 9
     assert [r.getMessage() for r in caplog.records] == [
-        f"knowledge base at {DatabaseURL.parse(pg_url)} has no full-text index (indexed before hybrid search): "
-        "adding it now"]
+        f"knowledge base at {DatabaseURL.parse(pg_url)} had no BM25 postings (indexed by an earlier version): "
+        "wrote them for its 9 chunks"]
+
+
+def test_a_table_with_the_full_text_column_of_the_last_release_is_upgraded(tmp_path, pg_url, embedder, caplog):
+    """The last release ranked by PostgreSQL's own full-text column (``tsv``, a GIN index and a
+    lexicon counted by ``ts_stat``): its tokens were not the faiss index's."""
+    corpus = corpus_with_rare_term(tmp_path / "c")
+    PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
+    table = DatabaseURL.parse(pg_url).table
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
+        conn.execute(f'DROP TABLE "{table}_postings"')
+        conn.execute(f"""ALTER TABLE "{table}" ADD COLUMN tsv tsvector
+                         GENERATED ALWAYS AS (to_tsvector('english', text)) STORED""")
+        conn.execute(f'CREATE INDEX "{table}_tsv_gin" ON "{table}" USING gin (tsv)')
+        conn.execute(f"""UPDATE "{table}_meta" SET manifest = manifest #- '{{lexical,format}}'""")
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
+        with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
+            assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+    assert len(caplog.records) == 1 and "wrote them for its 9 chunks" in caplog.records[0].getMessage()
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
+        assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_gin"]).fetchone()[0] is None
+        assert conn.execute(f'SELECT count(DISTINCT chunk_id) FROM "{table}_postings"').fetchone()[0] == 9
 
 
 def test_the_rewrite_is_fused_with_the_question_results():
@@ -177,3 +205,21 @@ def test_a_knowledge_base_without_a_single_lexical_term_still_indexes(tmp_path, 
     (tmp_path / "c" / "a.md").write_text("To be or not to be.\n")
     kb = KnowledgeBase.build(tmp_path / "c", tmp_path / "idx", embedder=embedder)
     assert len(kb) == 1 and [p.id for p in kb.search("to be", 1)] == [kb.chunks[0].chunk_id]
+
+
+def test_feedback_terms_weigh_occurrences_by_rarity_and_skip_the_question():
+    from program.retrieval.feedback import feedback_terms
+
+    df = {"cat": 9, "purr": 2, "meow": 1, "whisker": 5}.get
+    chunks = [["cat", "purr", "purr", "meow"], ["purr", "whisker"]]
+    # purr 3 * ln(10/2) = 4.83, meow 1 * ln(10) = 2.30, whisker 1 * ln(2) = 0.69; cat is asked
+    assert feedback_terms(["cat"], chunks, df, 10, 2) == ["purr", "meow"]
+    assert feedback_terms(["cat"], chunks, df, 10, 9) == ["purr", "meow", "whisker"]
+    assert feedback_terms(["cat"], chunks, df, 10, 0) == []
+    # equal weights go to the token first by code point, as PostgreSQL's COLLATE "C" sorts them
+    assert feedback_terms([], [["b", "a"]], lambda t: 1, 4, 2) == ["a", "b"]
+
+
+def test_the_lexical_index_counts_document_frequency():
+    index = LexicalIndex.build(["Pods restart pods", "a pod and a node", "nodes drain"])
+    assert (index.df("pod"), index.df("node"), index.df("drain"), index.df("unknown")) == (2, 2, 1, 0)

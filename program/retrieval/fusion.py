@@ -26,23 +26,29 @@ class FusionParams:
         dense: weight of the dense (cosine) ranking.
         lexical: weight of the lexical (BM25) ranking.
         depth: candidates taken from each ranking before fusing (at least the ``k`` asked).
+        feedback: terms of the dense ranking's first chunks added to the lexical query
+            (pseudo-relevance feedback, :mod:`program.retrieval.feedback`); 0 for none.
 
     Raises:
-        ValueError: ``k`` or ``depth`` below 1, or a negative weight, or both weights 0.
+        ValueError: ``k`` or ``depth`` below 1, a negative weight or ``feedback``, or both weights 0.
     """
 
     k: int = 60
     dense: float = 1.0
     lexical: float = 1.0
     depth: int = 50
+    feedback: int = 0
 
     def __post_init__(self):
-        if self.k < 1 or self.depth < 1 or min(self.dense, self.lexical) < 0 or self.dense + self.lexical <= 0:
+        if self.k < 1 or self.depth < 1 or min(self.dense, self.lexical) < 0 or self.dense + self.lexical <= 0 \
+                or self.feedback < 0:
             raise ValueError(f"fusion parameters out of range: k={self.k}, depth={self.depth} (>= 1), "
-                             f"weights dense={self.dense}, lexical={self.lexical} (>= 0, not both 0)")
+                             f"weights dense={self.dense}, lexical={self.lexical} (>= 0, not both 0), "
+                             f"feedback={self.feedback} (>= 0)")
 
     def to_manifest(self) -> dict:
-        return {"rule": "rrf", "k": self.k, "dense": self.dense, "lexical": self.lexical, "depth": self.depth}
+        return {"rule": "rrf", "k": self.k, "dense": self.dense, "lexical": self.lexical, "depth": self.depth,
+                "feedback": self.feedback}
 
 
 #: the knowledge bases' default, the best mean hybrid recall@5 over the domains' train and dev

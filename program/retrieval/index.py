@@ -56,7 +56,8 @@ from program.retrieval.embedding import Embedder, get_embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode, rrf
 from program.retrieval.interrupted import recover_interrupted_write
-from program.retrieval.lexical import PARAMS as LEXICAL_PARAMS, LexicalIndex
+from program.retrieval.feedback import FEEDBACK_CHUNKS, feedback_terms
+from program.retrieval.lexical import PARAMS as LEXICAL_PARAMS, LexicalIndex, tokens
 from program.retrieval.mentions import mentioned_in, word_set
 from program.retrieval.progress import BuildProgress
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
@@ -396,11 +397,23 @@ class KnowledgeBase:
             if mode == "dense":
                 order = list(dense)
             else:
-                lexical = [i for i, _ in self.lexical.search(queries[qi], depth)]
+                top = list(dense)[:FEEDBACK_CHUNKS]
+                lexical = [i for i, _ in self.lexical.search_tokens(
+                    self.lexical_query(queries[qi], top, fusion.feedback), depth)]
                 order = lexical if mode == "lexical" else [
                     i for i, _ in rrf([list(dense), lexical], [fusion.dense, fusion.lexical], fusion.k)]
             out[qi] = [self._passage(i, dense.get(i), vecs[row]) for i in order[:k]]
         return out
+
+    def lexical_query(self, query: str, top: list[int], feedback: int) -> list[str]:
+        """The BM25 query of hybrid search: ``query``'s tokens, plus ``feedback`` feedback terms
+        of the chunks at positions ``top`` (the first dense results; :mod:`program.retrieval.feedback`)."""
+        asked = tokens(query)
+        if not feedback or not top:
+            return asked
+        lexical = self.lexical
+        return asked + feedback_terms(asked, [tokens(embed_text(self.chunks[i])) for i in top], lexical.df,
+                                      len(lexical), feedback)
 
     def _passage(self, position: int, cosine: float | None, query_vector) -> Passage:
         """Chunk ``position`` as a Passage scored by its cosine to ``query_vector`` (computed from

@@ -7,10 +7,11 @@ Probabilistic Relevance Framework: BM25 and Beyond"), Lucene's variant as ``bm25
 ``sum over query terms t of idf(t) * tf / (tf + k1 * (1 - b + b * len / avglen))`` with
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 
-Tokens are PostgreSQL's ``english`` text-search configuration's, so the pgvector knowledge
-base's full-text column (:mod:`program.retrieval.postgres.schema`) ranks alike: lower-cased
-runs of letters and digits, a hyphenated word kept whole and as its parts, Snowball's English
-stop words dropped, the rest stemmed by the Snowball English stemmer (PyStemmer).
+Tokens follow PostgreSQL's ``english`` text-search configuration in its plain-word rules:
+lower-cased runs of letters and digits, a hyphenated word kept whole and as its parts,
+Snowball's English stop words dropped, the rest stemmed by the Snowball English stemmer
+(PyStemmer). The pgvector knowledge base writes its postings from these same tokens
+(:mod:`program.retrieval.postgres.postings`), so both backends rank alike.
 
 The text indexed for a chunk is the one embedded (``base.embed_text``: title, heading, text).
 Saved beside the index in ``lexical/`` (``bm25s``'s own files plus ``lexical.json``: format,
@@ -96,14 +97,24 @@ class LexicalIndex:
         """The ``k`` chunk positions of highest BM25 score for ``query``, best first, as
         ``(position, score)``; chunks scoring 0 (no query term) are left out; ties go to the
         earlier chunk. ``[]`` for a query without a known term or ``k <= 0``."""
+        return self.search_tokens(tokens(query), k)
+
+    def search_tokens(self, query_tokens: list[str], k: int) -> list[tuple[int, float]]:
+        """:meth:`search` for a query already tokenized (each distinct token counted once)."""
         vocab = self._bm25.vocab_dict
-        wanted = list(dict.fromkeys(t for t in tokens(query) if t in vocab))
+        wanted = list(dict.fromkeys(t for t in query_tokens if t in vocab))
         if not wanted or k <= 0 or not self.size:
             return []
         scores = np.asarray(self._bm25.get_scores(wanted), dtype=np.float64)[:self.size]
         hits = np.flatnonzero(scores > 0)
         order = hits[np.lexsort((hits, -scores[hits]))][:k]
         return [(int(i), float(scores[i])) for i in order]
+
+    def df(self, token: str) -> int:
+        """The number of chunks holding ``token`` (0 for a token the index does not know)."""
+        position = self._bm25.vocab_dict.get(token)
+        indptr = self._bm25.scores["indptr"]
+        return 0 if position is None or position + 1 >= len(indptr) else int(indptr[position + 1] - indptr[position])
 
     def save(self, folder: str | Path, stamp: dict) -> None:
         """Write ``folder/lexical/`` through a temporary folder swapped into place (a kill leaves

@@ -9,13 +9,14 @@ table take turns:
    batches of ``batch_size`` and write each batch into ``T_staging`` in its own transaction.
    A chunk whose embedded text is unchanged from the live version keeps its stored vector;
    a chunk staged by an earlier, interrupted run of the same file version is not embedded again;
-3. publish the file in one transaction: delete its live chunks, move its staged chunks in,
-   record its new hash in ``T_files``, bump the generation. A reader's query runs in one
+3. publish the file in one transaction: delete its live chunks (and their postings), move its
+   staged chunks in, write their BM25 postings, record its new hash in ``T_files``, bump the
+   generation. A reader's query runs in one
    snapshot, so it sees the file's old chunks or its new ones, never a mix; a run killed
    before this step leaves the old version live and searchable;
 4. delete the chunks of files that left the corpus (one transaction each);
 5. rebuild the vocabulary (``T_terms``) when the generation moved, in one transaction;
-6. recount the full-text statistics (``T_lexicon``, :mod:`program.retrieval.postgres.fulltext`)
+6. recount the BM25 statistics (``T_lexicon``, :mod:`program.retrieval.postgres.postings`)
    when the generation moved, in one transaction.
 """
 
@@ -35,7 +36,7 @@ from psycopg import sql
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
 from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256
-from program.retrieval.postgres import fulltext, schema
+from program.retrieval.postgres import postings, schema
 from program.retrieval.postgres.schema import check_meta
 from program.retrieval.vocabulary import DEFAULT_PARAMS, build_vocabulary
 
@@ -94,7 +95,7 @@ def _open_table(db, table: str, source: Path, embedder, chunking: dict, params: 
                 meta: dict) -> None:
     """Create the tables if missing, check the manifest and HNSW build, record this ingest's chunking, source, index."""
     db.run(lambda c: schema.create(c, table, embedder.dimensions, params, meta), what="create tables")
-    db.run(lambda c: fulltext.ensure(c, table), what="create the full-text index")
+    db.run(lambda c: postings.ensure(c, table), what="create the lexical postings")
     db.renew()  # connections opened before CREATE EXTENSION lack the vector type
     meta = db.run(lambda c: schema.read_meta(c, table), what="read manifest")
     check_meta(meta, embedder, db.url)
@@ -181,7 +182,7 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
                 report.removed.append(f)
             if with_vocabulary:
                 _refresh_vocabulary(db, table, embedder)
-            db.run(lambda c: fulltext.refresh(c, table), what="count the lexicon")
+            db.run(lambda c: postings.refresh(c, table), what="count the lexicon")
         finally:
             lock_conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [f"crag-kb-ingest:{table}"])
     report.chunks = db.run(lambda c: c.execute(sql.SQL("SELECT count(*) FROM {t}").format(
@@ -246,8 +247,8 @@ def copy_rows(conn, table: sql.Identifier, columns: list[str], types: list[str],
 
 
 def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, documents: int) -> None:
-    """Swap file ``f``'s live chunks for its staged version (``sha``, chunking ``key``), in the
-    caller's transaction, and record the version in ``T_files``.
+    """Swap file ``f``'s live chunks for its staged version (``sha``, chunking ``key``) and
+    their BM25 postings, in the caller's transaction, and record the version in ``T_files``.
 
     Raises:
         RuntimeError: the staged chunks are not ``count`` (nothing is then published).
@@ -260,6 +261,7 @@ def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, docum
                          [f, sha, key]).rowcount
     if moved != count:  # never publish a partial version
         raise RuntimeError(f"{f}: {moved} chunks staged, expected {count}")
+    postings.write(conn, table, sql.SQL("c.source_file = %s"), [f])
     conn.execute(sql.SQL("DELETE FROM {s} WHERE source_file = %s").format(s=n["staging"]), [f])
     conn.execute(sql.SQL("""INSERT INTO {t} (source_file, sha256, chunking, documents, chunks, indexed_at)
         VALUES (%s, %s, %s, %s, %s, now()) ON CONFLICT (source_file) DO UPDATE SET sha256 = excluded.sha256,

@@ -21,7 +21,7 @@ from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
 from program.retrieval.mentions import forms, searchable
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode
-from program.retrieval.postgres import fulltext, hybrid, schema
+from program.retrieval.postgres import hybrid, postings, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import index_corpus
 from program.retrieval.postgres.schema import check_meta
@@ -35,7 +35,7 @@ CHUNKING_DEFAULTS = {"target_tokens": 200, "max_tokens": 300, "overlap_tokens": 
 
 class PgVectorKnowledgeBase:
     """Hybrid search over chunks stored in PostgreSQL: cosine distance (HNSW index) and BM25
-    over a full-text column (GIN index), fused by reciprocal rank in one statement.
+    over the chunks' postings (B-tree indexes), fused by reciprocal rank in one statement.
 
     Same contract as :class:`program.retrieval.KnowledgeBase` (the faiss one): ``search``,
     ``search_batch``, ``len()``, ``manifest``, ``candidate_terms``. Build with :meth:`build`,
@@ -78,10 +78,10 @@ class PgVectorKnowledgeBase:
                                          f"python -m program index PATH --kb '{db.url}'")
             emb = embedder or get_embedder()
             check_meta(meta, emb, db.url)
-            if not db.run(lambda c: fulltext.has_column(c, db.url.table), what="open"):
-                log.warning("knowledge base at %s has no full-text index (indexed before hybrid search): "
-                            "adding it now", db.url)
-                db.run(lambda c: fulltext.ensure(c, db.url.table), what="add the full-text index")
+            if not db.run(lambda c: postings.is_current(c, db.url.table), what="open"):
+                written = db.run(lambda c: postings.ensure(c, db.url.table), what="write the BM25 postings")
+                log.warning("knowledge base at %s had no BM25 postings (indexed by an earlier version): "
+                            "wrote them for its %d chunks", db.url, written)
         except BaseException:
             db.close()
             raise
