@@ -22,7 +22,9 @@ questions, a chunk relevant when it names the subject and states an answer
 4. hybrid + rewrite, for rows with a cached rewrite (``--rewrites``: JSONL of ``domain``,
    ``id``, ``query``): the question's hybrid ranking fused with the rewrite's, as the
    correction fuses them (``program.stages.crag``). ``--rewrite-with-lm`` writes the missing
-   rewrites first with the compiled program's rewrite (embedded model, temperature 0).
+   rewrites first with the compiled program's rewrite (embedded model, temperature 0), for the
+   rows of ``--rewrite-splits`` and ``--rewrite-category``; a group whose rows are not all
+   rewritten shows "-" in that column.
 5. ``--pgvector``: each knowledge base also indexed in a throwaway PostgreSQL (the faiss
    index's stored vectors, nothing embedded again), and the share of dev rows whose hybrid top 5
    is the faiss hybrid top 5 (as a set, and in order).
@@ -44,6 +46,7 @@ from program.retrieval.fusion import FusionParams, rrf
 
 DOMAIN_NAMES = ("adversarial", "kubernetes", "handbook")
 DEPTH = 100
+CRAG_K = 3  # passages the program reads per search (load_compiled's k)
 FEEDBACK_TERMS = 10  # RM3's customary number of expansion terms (Anserini's default)
 
 
@@ -90,15 +93,21 @@ def add_rankings(rows: list[dict], kb, key) -> None:
 
 
 def add_rewrites(rows: list[dict], kb, key, rewrites: dict, fusion: FusionParams) -> None:
-    """``hybrid+rewrite`` for the rows with a cached rewrite: the question's hybrid ranking fused
-    with the rewrite's (equal weights, as the correction fuses them)."""
+    """For the rows with a cached rewrite: ``hybrid+rewrite``, the question's hybrid ranking
+    fused with the rewrite's (equal weights) from the top; ``hybrid+correction``, what CRAG's
+    correction reads (``program.stages.crag``): the question's first :data:`CRAG_K`, then the
+    first :data:`CRAG_K` of the two rankings' top ``2 * CRAG_K`` fused that are not among them,
+    then the rest of the question's ranking."""
     had = [r for r in rows if (r["domain"], r["id"]) in rewrites]
     if not had:
         return
     queries = [rewrites[(r["domain"], r["id"])] for r in had]
     for r, found in zip(had, kb.search_batch(queries, DEPTH, fusion=fusion)):
-        again = [key(p.id) for p in found]
-        r["rankings"]["hybrid+rewrite"] = [i for i, _ in rrf([r["rankings"]["hybrid"], again])]
+        again, asked = [key(p.id) for p in found], r["rankings"]["hybrid"]
+        r["rankings"]["hybrid+rewrite"] = [i for i, _ in rrf([asked, again])]
+        seen = asked[:CRAG_K]  # as the correction reads them: the question's k, then k new ones
+        new = [i for i, _ in rrf([asked[:2 * CRAG_K], again[:2 * CRAG_K]]) if i not in seen][:CRAG_K]
+        r["rankings"]["hybrid+correction"] = seen + new + [i for i in asked[CRAG_K:] if i not in new]
 
 
 def load_rewrites(path: Path | None) -> dict:
@@ -170,8 +179,8 @@ def markdown(groups: list[dict], modes: list[str], split: str) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in (g for g in groups if g["split"] == split):
         cells = [g["domain"], g["category"], str(g["dense"]["rows"])]
-        for m in modes:
-            f = g[m]
+        for m in modes:  # a mode measured on part of the group's rows (rewrites of some rows) shows "-"
+            f = g[m] if g[m]["rows"] == g["dense"]["rows"] else {}
             cells += [str(f.get(k, "-")) for k in ("recall@1", "recall@3", "recall@5", "recall@10", "mrr")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -202,6 +211,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rewrites", type=Path, default=Path("reports/retrieval-recall/rewrites.jsonl"),
                    help="cached rewrites (JSONL: domain, id, query)")
     p.add_argument("--rewrite-with-lm", action="store_true", help="write the missing rewrites with the LM first")
+    p.add_argument("--rewrite-category", default=None,
+                   help="rewrite only rows of this category (e.g. vocabulary-mismatch); default every row")
+    p.add_argument("--rewrite-splits", default="train,dev,test", help="rewrite only rows of these splits")
     p.add_argument("--popqa-train", type=int, default=200, help="PopQA train questions used to choose")
     p.add_argument("--out", type=Path, default=Path("reports/retrieval-recall"))
     return p.parse_args(argv)
@@ -219,12 +231,14 @@ def main(argv=None) -> int:
                                                              rm.lexical_ranking(r, feedback), feedback)
     rewrites = load_rewrites(args.rewrites)
     if args.rewrite_with_lm:
-        rewrites = write_rewrites_with_lm(rows, kbs, args.rewrites, rewrites)
+        wanted = [r for r in rows if r["split"] in args.rewrite_splits.split(",")
+                  and args.rewrite_category in (None, r["category"])]
+        rewrites = write_rewrites_with_lm(wanted, kbs, args.rewrites, rewrites)
     from optimize.judge_data import chunk_key
     for name, kb in kbs.items():
         add_rewrites([r for r in rows if r["domain"] == name], kb, chunk_key if name != "popqa" else (lambda i: i),
                      rewrites, fusion)
-    modes = ["dense", "lexical", "hybrid", "hybrid+feedback"] + (["hybrid+rewrite"] if rewrites else [])
+    modes = ["dense", "lexical", "hybrid", "hybrid+feedback"] + (["hybrid+rewrite", "hybrid+correction"] if rewrites else [])
     groups = rm.grouped(rows, modes)
     agreement = pgvector_agreement(rows, kbs, [fusion, feedback], args.pg_url) if args.pgvector else None
     write_report(args, fusion, grid, groups, modes, agreement, time.perf_counter() - t0)
