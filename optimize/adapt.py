@@ -50,6 +50,13 @@ DEFAULT_TIME_CAP = 900.0
 MIN_HEADING_QUESTIONS = 10
 AUTO_QUESTIONS = 40
 AUTO_TIME_CAP = 540.0
+# The operating point (``program.judges.operating_point``) drafts this many of the kept written
+# questions and their look-alikes, one generation each: the explicit ``--questions`` path takes
+# DEFAULT_OPERATING_QUESTIONS without a cap; the documents' own choice AUTO_OPERATING_QUESTIONS
+# within AUTO_OPERATING_TIME_CAP seconds, so that all of ``index`` stays under 15 minutes.
+DEFAULT_OPERATING_QUESTIONS = 30
+AUTO_OPERATING_QUESTIONS = 12
+AUTO_OPERATING_TIME_CAP = 240.0
 
 
 def questions_to_write(kb, questions: int | None, time_cap: float | None) -> tuple[int, float, str | None]:

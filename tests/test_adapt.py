@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -228,3 +229,8 @@ def test_index_adapts_a_knowledge_base_without_headings_from_written_questions(
     assert "judges adapted to plain: 12 documents" in captured.out
     saved = json.loads(next((compiled / "adapted").glob("*/judges.json")).read_text())
     assert saved["adapted"]["questions"] == 40 and saved["adapted"]["rows"]["written_kept"] > 0
+    # the bug: the operating point was set only with an explicit --questions
+    point = json.loads(next((compiled / "adapted").glob("*/operating_point.json")).read_text())
+    assert point["answerable"] == 12 and point["decline"] == 0.1
+    assert re.search(r"^operating point: accept 0\.\d\d declines 10% of 12 of its own questions and \d+% of "
+                     r"\d+ look-alikes \(set in \d+ s\)$", captured.out, re.M)

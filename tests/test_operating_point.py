@@ -47,3 +47,21 @@ def test_a_saved_operating_point_is_what_the_program_loads(tmp_path):
     (tmp_path / "confidence.json").write_text(json.dumps({"accept": 7}))
     with pytest.raises(CompiledError, match="'accept' must be a number in"):
         load_confidence(tmp_path, None)
+
+
+def test_a_time_cap_keeps_what_was_drafted_in_step_and_refuses_too_few(fake_lm, monkeypatch):
+    """Each question is drafted beside its look-alike; a cap that stops the drafting keeps both
+    kinds in step, and fewer than ``MIN_ANSWERABLE`` own drafts set no point."""
+    from types import SimpleNamespace
+
+    import program.judges.operating_point as op
+
+    crag = CRAG(ListKnowledgeBase([FOUNDING]))
+    clock = iter(range(0, 1000, 10))  # each reading of the clock is 10 s later
+    monkeypatch.setattr(op, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    questions = [f"Who founded Acme Rockets in {1990 + i}?" for i in range(8)]
+    point = set_operating_point(crag, questions, decline=0.0, time_cap=55.0)
+    assert (point.answerable, point.look_alikes) == (5, 5)  # checks at 10, 20, ..., 60 s: the sixth stops
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(ValueError, match=r"^only 2 of 8 questions drafted within 25 s$"):
+        set_operating_point(crag, questions, decline=0.0, time_cap=25.0)

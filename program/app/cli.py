@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -80,11 +81,11 @@ def _parser() -> argparse.ArgumentParser:
                             "knowledge base without headings)")
     index.add_argument("--model", help="the LM that writes them (with --questions); env CRAG_LM")
     index.add_argument("--decline", type=float, default=0.1,
-                       help="with --questions: the share of the knowledge base's own questions whose answers the "
-                            "operating point declines (default 0.1)")
-    index.add_argument("--operating-questions", type=int, default=30,
-                       help="with --questions: how many of them set the operating point (default 30; one LM call "
-                            "each, and one per look-alike)")
+                       help="when questions are written: the share of the knowledge base's own questions whose "
+                            "answers the operating point declines (default 0.1)")
+    index.add_argument("--operating-questions", type=int, default=None,
+                       help="when questions are written: how many of them set the operating point (default 30; "
+                            "without headings 12, within 4 minutes; one LM call each, and one per look-alike)")
     index.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     return parser
 
@@ -241,24 +242,33 @@ def _adapt(args, kb) -> int:
     # training code (optimize/) behind the command a user runs once per knowledge base
     from optimize.adapt import adapt_and_report
 
+    from optimize.adapt import questions_to_write
+
+    questions = questions_to_write(kb, args.questions, args.time_cap)[0]
     code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
                             time_cap=args.time_cap, model=args.model, api_base=args.api_base, no_rows_is_error=False)
-    if code or not args.questions:
+    if code or not questions:
         return code
-    return _operating_point(args, kb, compiled)
+    return _operating_point(args, kb, compiled, questions)
 
 
-def _operating_point(args, kb, compiled: Path) -> int:
-    """After adapting from written questions: set where to abstain on ``kb`` from drafts of them
-    and of their look-alikes (``program.judges.operating_point``). 0, or 2 with one line."""
-    # lazy on purpose: the question writer, the compiled program and the LM load only with --questions
+def _operating_point(args, kb, compiled: Path, written: int) -> int:
+    """After adapting from ``written`` questions: set where to abstain on ``kb`` from drafts of
+    them and of their look-alikes (``program.judges.operating_point``). When the documents chose
+    to write questions (no ``--questions``), fewer drafts within a time cap keep ``index`` within
+    minutes. 0, or 2 with one line."""
+    # lazy on purpose: the question writer, the compiled program and the LM load only when questions were written
+    from optimize.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
     from optimize.lm_questions import write_questions
     from program.app.compiled import load_compiled
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import save_operating_point, set_operating_point
+    from program.retrieval.progress import progress_enabled
 
-    rows = write_questions(kb, n=args.questions, time_cap=0.0, log=lambda *_: None, progress=False)  # the cache: no call
-    questions = [r["question"] for r in rows if r.get("kept")][: args.operating_questions]
+    auto = args.questions is None
+    many = args.operating_questions or (AUTO_OPERATING_QUESTIONS if auto else DEFAULT_OPERATING_QUESTIONS)
+    rows = write_questions(kb, n=written, time_cap=0.0, log=lambda *_: None, progress=False)  # the cache: no call
+    questions = [r["question"] for r in rows if r.get("kept")][:many]
     if not questions:
         print("note: no written question was kept; the compile's operating point stays", file=sys.stderr)
         return 0
@@ -266,14 +276,20 @@ def _operating_point(args, kb, compiled: Path) -> int:
     if where is None:
         print("note: this knowledge base has no manifest; the compile's operating point stays", file=sys.stderr)
         return 0
+    started = time.perf_counter()
     crag = load_compiled(compiled, knowledge_base=kb, web=None)
     try:
-        point = set_operating_point(crag, questions, args.decline)
+        point = set_operating_point(crag, questions, args.decline, time_cap=AUTO_OPERATING_TIME_CAP if auto else None,
+                                    progress=progress_enabled())
+    except ValueError as exc:  # too few drafts within the time cap
+        print(f"note: {exc}; the compile's operating point stays", file=sys.stderr)
+        return 0
+    try:
         save_operating_point(point, where)
     except OSError as exc:
         print(f"error: cannot save the operating point into {compiled}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(point.line())
+    print(f"{point.line()} (set in {time.perf_counter() - started:.0f} s)")
     return 0
 
 

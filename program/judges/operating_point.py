@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from program.atomic import write_atomic
 from program.types import Trace
 
 OPERATING_POINT_FILE = "operating_point.json"
 DEFAULT_DECLINE = 0.1
+# Fewer own drafts than this cannot place a tenth's quantile: the compile's point stays.
+MIN_ANSWERABLE = 5
 # Names no document is likely to hold, for a look-alike's swapped name.
 _STRANGERS = ("Quillmere", "Varnholt", "Ostrava-9", "Pellucid", "Dunmore")
 _NUMBER = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
@@ -81,19 +86,37 @@ def draft_confidence(crag, question: str) -> float:
     return crag._write(question, crag._as_read(passages, grades), grades, trace, "draft").confidence
 
 
-def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DECLINE) -> OperatingPoint:
+def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DECLINE,
+                        time_cap: float | None = None, progress: bool = False) -> OperatingPoint:
     """The operating point from drafts of ``questions`` and of their look-alikes (one LM call each).
 
+    Each question is drafted beside its look-alike, so that a ``time_cap`` (seconds; None: no
+    cap) that stops the drafting keeps the two kinds in step; what was drafted by then sets the
+    point. ``progress``: a bar of drafts on stderr.
+
     Raises:
-        ValueError: ``decline`` outside [0, 1), or no question.
+        ValueError: ``decline`` outside [0, 1), no question, or fewer than ``MIN_ANSWERABLE``
+            questions drafted within ``time_cap``.
     """
     if not 0.0 <= decline < 1.0:
         raise ValueError(f"decline must be in [0, 1), got {decline}")
     if not questions:
         raise ValueError("no question to set the operating point from")
-    own = [draft_confidence(crag, q) for q in questions]
-    twins = [t for i, q in enumerate(questions) if (t := look_alike(q, i)) is not None]
-    others = [draft_confidence(crag, t) for t in twins]
+    pairs = [(q, look_alike(q, i)) for i, q in enumerate(questions)]
+    own, others = [], []
+    started = time.perf_counter()
+    with tqdm(total=sum(1 + (t is not None) for _, t in pairs), desc="setting the operating point", unit="draft",
+              file=sys.stderr, disable=not progress) as bar:
+        for question, twin in pairs:
+            if time_cap is not None and time.perf_counter() - started > time_cap:
+                break
+            own.append(draft_confidence(crag, question))
+            bar.update(1)
+            if twin is not None:
+                others.append(draft_confidence(crag, twin))
+                bar.update(1)
+    if len(own) < min(MIN_ANSWERABLE, len(questions)):
+        raise ValueError(f"only {len(own)} of {len(questions)} questions drafted within {time_cap:.0f} s")
     accept = round(float(np.quantile(own, decline)), 4)
     declined = sum(c < accept or c == 0.0 for c in others) / len(others) if others else 0.0
     return OperatingPoint(accept, decline, len(own), len(others), round(declined, 4))
