@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # the code that turns documents and labels into adapted judges: a change re-adapts
 ADAPT_CODE = ["optimize/adapt.py", "optimize/synthetic_rows.py", "optimize/judge_sources.py",
               "optimize/judge_data.py", "optimize/train_judges.py", "optimize/lm_questions.py"]
+# modules of program/judges/ that use adapted judges and make no pairs: a change keeps the cached pairs
+JUDGE_USERS = ("operating_point.py", "reader_demo.py")
 DEFAULT_QUESTIONS = 0
 DEFAULT_TIME_CAP = 900.0
 # A knowledge base with fewer heading questions than this adapts from questions the LM writes
@@ -57,6 +59,10 @@ AUTO_TIME_CAP = 540.0
 DEFAULT_OPERATING_QUESTIONS = 30
 AUTO_OPERATING_QUESTIONS = 12
 AUTO_OPERATING_TIME_CAP = 240.0
+# The reader's demo (``program.judges.reader_demo``) comes from the written questions, or, where
+# the judges adapted from headings, from DEMO_QUESTIONS written for it within DEMO_TIME_CAP seconds.
+DEMO_QUESTIONS = 4
+DEMO_TIME_CAP = 120.0
 
 
 def questions_to_write(kb, questions: int | None, time_cap: float | None) -> tuple[int, float, str | None]:
@@ -137,7 +143,8 @@ def sources_stamp(leave_out) -> str:
 
     digest = hashlib.sha256(json.dumps(sorted(leave_out)).encode())
     _hash_files([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
-                + labeled_files(leave_out) + sorted((ROOT / "program" / "judges").glob("*.py"))
+                + labeled_files(leave_out) + sorted(p for p in (ROOT / "program" / "judges").glob("*.py")
+                                                    if p.name not in JUDGE_USERS)
                 + [ROOT / p for p in ADAPT_CODE], digest)
     return digest.hexdigest()[:16]
 

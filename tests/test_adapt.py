@@ -154,13 +154,21 @@ def test_index_no_adapt_says_so(tmp_path, capsys):
     assert "indexed" in out and "judges not adapted (--no-adapt)" in out
 
 
-def test_index_adapts_by_default(kbs, tmp_path, other_source, capsys, monkeypatch):
-    """``index`` adapts after indexing, into the compile named by --compiled (labeled sources stubbed)."""
+def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, monkeypatch):
+    """``index`` adapts after indexing, into the compile named by --compiled (labeled sources
+    stubbed), and writes the reader's demo from a few questions written for its documents."""
+    from types import SimpleNamespace
+
     from program.app.cli import main
+    from program.app.compiled import load_compiled
+    from signatures import WriteQuestion
+    from tests.test_transfer import _first_sentence
 
     compiled = tmp_path / "compiled"
     shutil.copytree(ROOT / "compiled", compiled, ignore=shutil.ignore_patterns("adapted"))
-
+    fake_lm.rules[WriteQuestion] = _first_sentence
+    monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: SimpleNamespace(copy=lambda **kw: fake_lm))
     monkeypatch.setattr("optimize.adapt.labeled_sources", lambda leave_out, embedder, log=print: [other_source])
     folder = Path(kbs[0].manifest["source_path"])
     assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--compiled", str(compiled)]) == 0
@@ -169,6 +177,13 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, capsys, monkeypatc
     assert (compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").exists()
     saved = json.loads((compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").read_text())
     assert saved["adapted"]["sources"] == ["other"]
+    assert fake_lm.calls["WriteQuestion"] == 4  # headings adapt the judges; four written questions, the demo
+    demo = json.loads((compiled / "adapted" / corpus_key(kbs[0]) / "reader_demo.json").read_text())
+    assert f"reader demo written from {demo['chunk_id']}: {demo['question']}" in out
+    assert demo["answer"] in " ".join(demo["context"]) and demo["context"][0].startswith("[1] ")
+    # the handbook holds neither compiled demo (PopQA's, the help centre's): the reader reads its own only
+    reader = load_compiled(compiled, knowledge_base=kbs[0], web="none").generator.generate
+    assert [d.question for d in reader.demos] == [demo["question"]]
 
 
 def test_ask_says_who_judged(kbs, compiled, other_source, embedder, fake_lm, capsys, monkeypatch):

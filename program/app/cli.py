@@ -247,9 +247,46 @@ def _adapt(args, kb) -> int:
     questions = questions_to_write(kb, args.questions, args.time_cap)[0]
     code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
                             time_cap=args.time_cap, model=args.model, api_base=args.api_base, no_rows_is_error=False)
+    if code:
+        return code
+    code = _reader_demo(args, kb, compiled, questions)
     if code or not questions:
         return code
     return _operating_point(args, kb, compiled, questions)
+
+
+def _reader_demo(args, kb, compiled: Path, written: int) -> int:
+    """Write the reader's demo from ``kb``'s own documents (``program.judges.reader_demo``): from
+    the ``written`` questions that adapted the judges, else from a few written for it (one LM
+    call each). 0, or 2 with one line."""
+    # lazy on purpose: the question writer and the LM load only here
+    from optimize.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
+    from optimize.lm_questions import write_questions
+    from program.judges.adapted import adapted_dir
+    from program.judges.reader_demo import reader_demo, save_reader_demo
+
+    where = adapted_dir(compiled, kb)
+    if where is None:
+        return 0
+    if not written:  # adapted from headings: no LM configured yet
+        import dspy
+
+        from program.lm.configure import configure_lm
+
+        dspy.configure(lm=configure_lm(args.model, args.api_base).copy(temperature=0.0))
+    rows = write_questions(kb, n=written or DEMO_QUESTIONS, time_cap=0.0 if written else DEMO_TIME_CAP,
+                           log=lambda *_: None, progress=False)  # with ``written``, the cache: no call
+    demo = reader_demo(kb, rows)
+    if demo is None:
+        print("note: no written question made a reader demo; the compiled demos stay", file=sys.stderr)
+        return 0
+    try:
+        save_reader_demo(demo, where)
+    except OSError as exc:
+        print(f"error: cannot save the reader demo into {compiled}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"reader demo written from {demo['chunk_id']}: {demo['question']}")
+    return 0
 
 
 def _operating_point(args, kb, compiled: Path, written: int) -> int:

@@ -28,6 +28,7 @@ from program.app import resources
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
+from program.judges.reader_demo import load_reader_demo, use_reader_demo
 from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
 from program.stages.crag import CRAG, DEFAULT_ACCEPT
@@ -257,10 +258,13 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     (``<directory>/adapted/<corpus_key>/``, ``program.judges.adapted``; made by
     ``python -m optimize.compile --kb`` or ``python -m program index``) replace the compile's
     own whenever that knowledge base is the one in use; ``program.judges.report()`` says which.
+    So does the reader's demo written from its documents (``program.judges.reader_demo``), in
+    place of the compiled demos it does not hold.
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
-        CompiledError: a corrupt state or manifest, or a manifest that is not the state's.
+        CompiledError: a corrupt state or manifest, a manifest that is not the state's, or an
+            unreadable reader demo.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     directory = Path(directory)
@@ -289,6 +293,12 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     program = CRAG(None, **settings)
     load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base
+    try:  # the reader's demo written from this knowledge base's own documents (``program index``)
+        demo = load_reader_demo(adapted_dir(directory, knowledge_base))
+    except ValueError as exc:
+        raise CompiledError(str(exc)) from None
+    if demo is not None:
+        use_reader_demo(program.generator.generate, knowledge_base, demo)
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder
     if judges is not None:

@@ -1,0 +1,109 @@
+"""The reader's few-shot demo, written from the knowledge base's own documents.
+
+The compiled reader (``GenerateAnswer``) holds demos from the knowledge bases it was compiled on.
+On another knowledge base the 1.5B reader sometimes copies a foreign demo's answer word for word
+("You have 7 calendar days from the day the dispute is opened..." given to a handbook question),
+and without any demo it says the context does not answer most questions it could
+(``docs/lab/2026-12-05-greedy-confidence.md``). DSPy's few-shot demos are examples of the task
+on the task's own data (DSPy, Khattab et al. 2023); ``program index`` writes one for each knowledge
+base from a question the LM wrote for one of its chunks, kept the ARES way (its chunk ranked
+first and holding its answer, ``optimize.lm_questions.judge_row``):
+
+- *context*: up to ``CONTEXT_STRIPS`` knowledge strips of that chunk around the answering one,
+  numbered as the reader sees its context;
+- *answer*: the answering strip, as the compiled help-centre demo answers with its sentence.
+
+``load_compiled`` gives the reader that demo in place of the compiled demos the knowledge base
+does not hold (``held_by``). Saved as ``<compiled>/adapted/<corpus key>/reader_demo.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from program.atomic import write_atomic
+from program.text import coverage
+from program.types import Passage
+
+READER_DEMO_FILE = "reader_demo.json"
+CONTEXT_STRIPS = 3
+MAX_DEMO_WORDS = 120  # the compiled demos run 40-60 words: every draft's prompt pays for the demo
+HELD = 0.8  # share of a demo answer's content words its question's top passage must write
+
+
+def reader_demo(kb, rows: list[dict]) -> dict | None:
+    """The demo from the first kept written-question row that makes one, or None.
+
+    Args:
+        kb: the knowledge base the rows were written for (its ``chunks``).
+        rows: ``optimize.lm_questions.write_questions`` rows (``question``, ``answer_sentence``,
+            ``chunk_id``, ``kept``).
+
+    Returns:
+        ``{"question", "context": ["[1] strip", ...], "answer", "chunk_id"}``; None when no kept
+        row's answering strip is one of its chunk's strips within ``MAX_DEMO_WORDS``.
+    """
+    from program.stages.refine import decompose
+
+    chunks = {c.chunk_id: c for c in kb.chunks}
+    for row in rows:
+        chunk = chunks.get(row.get("chunk_id"))
+        if not row.get("kept") or chunk is None:
+            continue
+        strips = [s.text for s in decompose(Passage(id=chunk.chunk_id, text=chunk.text))]
+        if row.get("answer_sentence") not in strips:
+            continue
+        at = strips.index(row["answer_sentence"])
+        start = max(0, min(at - 1, len(strips) - CONTEXT_STRIPS))
+        context = strips[start: start + CONTEXT_STRIPS]
+        if sum(len(s.split()) for s in context) > MAX_DEMO_WORDS:
+            continue
+        return {"question": row["question"], "context": [f"[{n}] {s}" for n, s in enumerate(context, start=1)],
+                "answer": row["answer_sentence"], "chunk_id": chunk.chunk_id}
+    return None
+
+
+def held_by(kb, demo) -> bool:
+    """True when ``kb`` holds ``demo``: the top passage it retrieves for the demo's question
+    writes ``HELD`` of the content words of the demo's answer."""
+    top = kb.search(str(demo["question"]), 1)
+    return bool(top) and coverage(str(demo["answer"]), top[0].text) >= HELD
+
+
+def use_reader_demo(predictor, kb, demo: dict) -> None:
+    """Give ``predictor`` (the reader's ``dspy.Predict``) ``demo`` after the compiled demos ``kb`` holds."""
+    import dspy
+
+    own = dspy.Example(augmented=True, question=demo["question"], context=list(demo["context"]), answer=demo["answer"])
+    predictor.demos = [d for d in predictor.demos if held_by(kb, d)] + [own]
+
+
+def save_reader_demo(demo: dict, directory: str | Path) -> Path:
+    """Write ``demo`` as ``directory/reader_demo.json`` (atomically); its path."""
+    path = Path(directory) / READER_DEMO_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(demo, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_reader_demo(directory: str | Path | None) -> dict | None:
+    """The demo saved in ``directory``, or None when there is none.
+
+    Raises:
+        ValueError: the file is not a demo (the message names it).
+    """
+    path = Path(directory) / READER_DEMO_FILE if directory is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        demo = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable reader demo ({exc})") from None
+    if not (isinstance(demo, dict) and isinstance(demo.get("question"), str) and isinstance(demo.get("answer"), str)
+            and isinstance(demo.get("context"), list) and all(isinstance(c, str) for c in demo["context"])):
+        raise ValueError(f"{path}: not a reader demo (question, context, answer)")
+    return demo
+
+
+__all__ = ["READER_DEMO_FILE", "held_by", "load_reader_demo", "reader_demo", "save_reader_demo", "use_reader_demo"]
