@@ -269,6 +269,7 @@ def _reader_demo(args, kb, compiled: Path, written: int) -> int:
     if where is None:
         return 0
     if not written:  # adapted from headings: no LM configured yet
+        # lazy on purpose: the LM loads only when a demo must be written
         import dspy
 
         from program.lm.configure import configure_lm

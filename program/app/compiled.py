@@ -256,15 +256,12 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     them, with the thresholds calibrated on their scores; without them every judgment is asked
     of the LM, with a warning. Judges adapted to ``knowledge_base`` from its own documents
     (``<directory>/adapted/<corpus_key>/``, ``program.judges.adapted``; made by
-    ``python -m optimize.compile --kb`` or ``python -m program index``) replace the compile's
-    own whenever that knowledge base is the one in use; ``program.judges.report()`` says which.
-    So does the reader's demo written from its documents (``program.judges.reader_demo``), in
-    place of the compiled demos it does not hold.
+    ``python -m optimize.compile --kb`` or ``python -m program index``; with its reader demo,
+    ``_use_own_demo``) replace the compile's own whenever that knowledge base is the one in use.
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
-        CompiledError: a corrupt state or manifest, a manifest that is not the state's, or an
-            unreadable reader demo.
+        CompiledError: a corrupt state, manifest or reader demo, or a manifest not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     directory = Path(directory)
@@ -288,22 +285,27 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2),
                 "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
                 **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
-    # Load the prompts before attaching the knowledge base, web, embedder and judges: DSPy's
-    # load deep-copies the module first, which those (a faiss index, a torch model) need not suffer.
+    # the prompts before the knowledge base, web, embedder and judges: DSPy's load deep-copies the module
     program = CRAG(None, **settings)
     load_state(program, directory / STATE_FILE)
     program.knowledge_base = knowledge_base
-    try:  # the reader's demo written from this knowledge base's own documents (``program index``)
-        demo = load_reader_demo(adapted_dir(directory, knowledge_base))
-    except ValueError as exc:
-        raise CompiledError(str(exc)) from None
-    if demo is not None:
-        use_reader_demo(program.generator.generate, knowledge_base, demo)
+    _use_own_demo(program, directory, knowledge_base)
     program.web_searcher.backend = resources.resolve_web(web)
     program.refiner.embedder = embedder
     if judges is not None:
         program.judges = judges
     return program
+
+
+def _use_own_demo(program, directory: Path, knowledge_base) -> None:
+    """Give ``program``'s reader the demo ``program index`` wrote from ``knowledge_base``'s own
+    documents, when there is one (``program.judges.reader_demo``). Raises ``CompiledError``."""
+    try:
+        demo = load_reader_demo(adapted_dir(directory, knowledge_base))
+    except ValueError as exc:
+        raise CompiledError(str(exc)) from None
+    if demo is not None:
+        use_reader_demo(program.generator.generate, knowledge_base, demo)
 
 
 CONFIDENCE_FILE = "confidence.json"

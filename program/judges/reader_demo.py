@@ -22,7 +22,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dspy
+
 from program.atomic import write_atomic
+from program.stages.refine import decompose
 from program.text import coverage
 from program.types import Passage
 
@@ -44,8 +47,6 @@ def reader_demo(kb, rows: list[dict]) -> dict | None:
         ``{"question", "context": ["[1] strip", ...], "answer", "chunk_id"}``; None when no kept
         row's answering strip is one of its chunk's strips within ``MAX_DEMO_WORDS``.
     """
-    from program.stages.refine import decompose
-
     chunks = {c.chunk_id: c for c in kb.chunks}
     for row in rows:
         chunk = chunks.get(row.get("chunk_id"))
@@ -73,8 +74,6 @@ def held_by(kb, demo) -> bool:
 
 def use_reader_demo(predictor, kb, demo: dict) -> None:
     """Give ``predictor`` (the reader's ``dspy.Predict``) ``demo`` after the compiled demos ``kb`` holds."""
-    import dspy
-
     own = dspy.Example(augmented=True, question=demo["question"], context=list(demo["context"]), answer=demo["answer"])
     predictor.demos = [d for d in predictor.demos if held_by(kb, d)] + [own]
 
