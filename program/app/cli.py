@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--time-cap", type=float, default=None,
                        help="seconds the LM may spend writing those questions (default 900; 540 for the 40 of a "
                             "knowledge base without headings)")
-    index.add_argument("--model", help="the LM that writes them (with --questions); env CRAG_LM")
+    index.add_argument("--model", help="the LM that writes questions and the reader's demo; env CRAG_LM")
     index.add_argument("--decline", type=float, default=0.1,
                        help="when questions are written: the share of the knowledge base's own questions whose "
                             "answers the operating point declines (default 0.1)")
@@ -240,9 +240,7 @@ def _adapt(args, kb) -> int:
         print(f"note: no compiled program in {compiled}: no judges to adapt", file=sys.stderr)
         return 0
     # training code (optimize/) behind the command a user runs once per knowledge base
-    from optimize.adapt import adapt_and_report
-
-    from optimize.adapt import questions_to_write
+    from optimize.adapt import adapt_and_report, questions_to_write
 
     questions = questions_to_write(kb, args.questions, args.time_cap)[0]
     code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
