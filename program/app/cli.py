@@ -279,13 +279,8 @@ def _reader_demo(args, kb, compiled: Path, written: int) -> int:
     if demo is None:
         print("note: no written question made a reader demo; the compiled demos stay", file=sys.stderr)
         return 0
-    try:
-        save_reader_demo(demo, where)
-    except OSError as exc:
-        print(f"error: cannot save the reader demo into {compiled}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    print(f"reader demo written from {demo['chunk_id']}: {demo['question']}")
-    return 0
+    return _saved(lambda: save_reader_demo(demo, where), "the reader demo", compiled,
+                  f"reader demo written from {demo['chunk_id']}: {demo['question']}")
 
 
 def _operating_point(args, kb, compiled: Path, written: int) -> int:
@@ -320,12 +315,19 @@ def _operating_point(args, kb, compiled: Path, written: int) -> int:
     except ValueError as exc:  # too few drafts within the time cap
         print(f"note: {exc}; the compile's operating point stays", file=sys.stderr)
         return 0
+    return _saved(lambda: save_operating_point(point, where), "the operating point", compiled,
+                  f"{point.line()} (set in {time.perf_counter() - started:.0f} s)")
+
+
+def _saved(save, what: str, compiled: Path, line: str) -> int:
+    """Run ``save()`` (an atomic write under ``compiled``), then print ``line``: 0; or one error
+    line naming ``what`` when the write fails (the previous file stays): 2."""
     try:
-        save_operating_point(point, where)
+        save()
     except OSError as exc:
-        print(f"error: cannot save the operating point into {compiled}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot save {what} into {compiled}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"{point.line()} (set in {time.perf_counter() - started:.0f} s)")
+    print(line)
     return 0
 
 
