@@ -101,6 +101,11 @@ def confidence_weight_not_a_number(f):
     (f / "confidence.json").write_text(json.dumps({"model": {"weights": {"support": "heavy"}}, "accept": 0.3}))
 
 
+# refinement.json (python -m optimize.refine_recall): which knowledge bases are read refined
+def corrupt_refinement(f):
+    (f / "refinement.json").write_text('{"by_corpus": {')
+
+
 REFUSED = {
     "corrupt state JSON": (corrupt_state, r"{f}/crag\.json is not valid JSON: Expecting value at line 1 column 32"),
     "corrupt manifest JSON": (corrupt_manifest, r"{f}/manifest\.json is not valid JSON: Expecting value at line 1 column 30"),
@@ -124,6 +129,8 @@ REFUSED = {
     "corrupt confidence.json": (corrupt_confidence, r"{f}/confidence\.json is not valid JSON: Expecting value at line 1 "
                                                     r"column 23"),
     "accept out of range": (accept_out_of_range, r"{f}/confidence\.json: 'accept' must be a number in \[0, 1\], got 1\.5"),
+    "corrupt refinement.json": (corrupt_refinement, r"{f}/refinement\.json is not valid JSON: Expecting property name "
+                                                    r"enclosed in double quotes at line 1 column 16"),
     "confidence weight not a number": (confidence_weight_not_a_number,
                                        r"{f}/confidence\.json: confidence model: weights and bias must be numbers "
                                        r"\(could not convert string to float: 'heavy'\)"),

@@ -25,6 +25,7 @@ from pathlib import Path
 import dspy
 
 from program.app import resources
+from program.app.refinement import refines_passages
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
@@ -249,8 +250,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
             not hold (``decide_retrieval``'s, in a state compiled before the decider was)
             keeps its uncompiled instructions.
 
-    Returns:
-        A ready ``program.stages.crag.CRAG``.
+    Returns a ready ``program.stages.crag.CRAG``.
 
     The trained judges (``judges.json``, ``program.judges``) are attached when the compile saved
     them, with the thresholds calibrated on their scores; without them every judgment is asked
@@ -261,7 +261,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
 
     Raises:
         FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
-        CompiledError: a corrupt state, manifest or reader demo, or a manifest not the state's.
+        CompiledError: a corrupt state, manifest, reader demo or refinement.json, or a manifest not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     directory = Path(directory)
@@ -284,6 +284,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     confidence, accept = load_confidence(directory, knowledge_base)
     settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2),
                 "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
+                "refine_passages": _refines(directory, knowledge_base),
                 **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
     # the prompts before the knowledge base, web, embedder and judges: DSPy's load deep-copies the module
     program = CRAG(None, **settings)
@@ -295,6 +296,15 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     if judges is not None:
         program.judges = judges
     return program
+
+
+def _refines(directory: Path, knowledge_base) -> bool:
+    """Whether the reader reads ``knowledge_base``'s passages refined (``program.app.refinement``).
+    Raises ``CompiledError`` for an unreadable ``refinement.json``."""
+    try:
+        return refines_passages(directory, knowledge_base)
+    except ValueError as exc:
+        raise CompiledError(str(exc)) from None
 
 
 def _use_own_demo(program, directory: Path, knowledge_base) -> None:

@@ -58,6 +58,12 @@ class CRAG(dspy.Module):
         confidence: the ``program.stages.draft.ConfidenceModel`` that scores an answer's checks;
             the default weights when None.
         max_chars: characters of each passage the reader reads (as plain RAG reads it).
+        refine_passages: the reader reads the knowledge base's passages refined into knowledge
+            strips (decompose-then-recompose, CRAG §4.4); when no strip is kept, no draft is
+            written from them and the correction runs (*incorrect*). Set where the strip judge
+            keeps an answering strip for at least 90 % of the labeled questions that have one
+            (``program.app.refinement``: PopQA), off elsewhere (documentation: a third to a
+            half of the answering strips kept).
         embedder: used by the refiner to pre-filter web strips; None grades every strip.
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
         self_check: run Self-RAG's claim-level support check (with its retry, claim dropping
@@ -82,9 +88,9 @@ class CRAG(dspy.Module):
     The route (CRAG §4.3, with the draft as evidence):
         1. retrieve ``k`` passages; set aside sentences addressing the model; score each passage
            (trained judge, no LM call) and set aside stale ones;
-        2. **draft**: one generation over the passages as plain RAG reads them, with the
-           answer's token probabilities from the same call; its checks and confidence
-           (``program.stages.draft``);
+        2. **draft**: one generation over the passages as plain RAG reads them (or their
+           refined strips, ``refine_passages``), with the answer's token probabilities from the
+           same call; its checks and confidence (``program.stages.draft``);
         3. **decide** (``program.stages.decision.decide``): CORRECT when the draft holds up (it is
            the answer, no further call); INCORRECT when nothing holds (it abstains, or its words
            or the question's premise are not in its sources, or the question names what the
@@ -117,13 +123,13 @@ class CRAG(dspy.Module):
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
                  decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None,
                  accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500,
-                 probabilities: bool = False, caps: QuestionCaps | None = None):
+                 probabilities: bool = False, caps: QuestionCaps | None = None, refine_passages: bool = False):
         super().__init__()
         if not 0.0 <= accept <= 1.0:
             raise ValueError(f"accept must be in [0, 1], got {accept}")
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
-        self.accept, self.max_chars = accept, max_chars
+        self.accept, self.max_chars, self.refine_passages = accept, max_chars, refine_passages
         self.confidence = confidence or ConfidenceModel()
         self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
         self.caps = caps
@@ -192,7 +198,8 @@ class CRAG(dspy.Module):
         passages = self._set_aside(passages, trace)
         unknown = self._unknown_names(question, trace)
         grades = self._evaluate(question, passages, trace, "evaluate")
-        draft = self._write(question, self._as_read(passages, grades), grades, trace, "draft", unknown)
+        draft = self._write(question, self._read(question, passages, grades, trace, "refine"), grades, trace,
+                            "draft", unknown)
         decision = self._decide(draft, grades, trace)
 
         result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=decision.action, grades=grades,
@@ -266,6 +273,22 @@ class CRAG(dspy.Module):
             trace.note(unmentioned_reason(sorted(unknown)))
         return unknown
 
+    def _read(self, question: str, passages: list[Passage], grades: list[ChunkGrade], trace: Trace,
+              name: str) -> list[Strip]:
+        """What the reader reads of knowledge-base ``passages``: the passages whole, or with
+        ``refine_passages`` their refined strips, none when no strip is kept (CRAG's
+        *incorrect*: a strip judge that keeps an answering strip for nine questions in ten
+        that have one found nothing here, so no draft is written from them)."""
+        whole = self._as_read(passages, grades)
+        if not self.refine_passages or not whole:
+            return whole
+        usable = [(p, g) for p, g in zip(passages, grades) if not is_set_aside(g)]
+        relevant = [g.passage_id for _, g in usable if g.score >= self.upper]
+        strips = self._refine(question, [p for p, _ in usable], relevant, trace, name)
+        if not strips:
+            trace.note(f"{name}: no strip of the passages is kept; nothing to read from them")
+        return strips
+
     def _as_read(self, passages: list[Passage], grades: list[ChunkGrade]) -> list[Strip]:
         """The passages as plain RAG reads them, one context entry each (cut to ``max_chars``),
         without those set aside as stale."""
@@ -314,7 +337,7 @@ class CRAG(dspy.Module):
     def _correct(self, question: str, passages: list[Passage], trace: Trace) -> Correction:
         """CRAG's knowledge correction, one round (§4.3): rewrite in the knowledge base's
         vocabulary, search the knowledge base again and the web, judge what was found. New
-        knowledge-base passages are read whole, as the draft's were; web pages are refined
+        knowledge-base passages are read as the draft's were (``_read``); web pages are refined
         into strips (decompose-then-recompose pays where a page is long)."""
         terms = self._candidate_terms(question)
         with step(trace, "rewrite") as cost:
@@ -341,7 +364,8 @@ class CRAG(dspy.Module):
             return Correction()
         grades = self._evaluate(question, new, trace, "evaluate-corrected")
         kept = [(p, g) for p, g in zip(new, grades) if not is_set_aside(g)]
-        strips = self._as_read([p for p, _ in kept if p.source != "web"], [g for p, g in kept if p.source != "web"])
+        strips = self._read(question, [p for p, _ in kept if p.source != "web"],
+                            [g for p, g in kept if p.source != "web"], trace, "refine-kb-corrected")
         pages = [p for p, _ in kept if p.source == "web"]
         relevant = [g.passage_id for p, g in kept if p.source == "web" and g.score >= self.upper]
         return Correction(strips + self._refine(question, pages, relevant, trace, "refine-corrected"), grades)
