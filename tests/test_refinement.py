@@ -9,7 +9,8 @@ import json
 import pytest
 
 from optimize.refine_recall import answering
-from program.app.refinement import REFINEMENT_FILE, refines_passages, save_refinement
+from program.app.compiled import refinement_for
+from program.app.refinement import REFINEMENT_FILE, save_refinement
 from program.judges.store import corpus_key
 from program.stages.crag import CRAG
 from program.types import Action
@@ -38,11 +39,11 @@ def test_the_measured_recall_sets_refinement_at_90_percent(tmp_path):
 
 def test_a_knowledge_base_is_refined_only_where_the_file_says_so(tmp_path):
     popqa, own = NamedKnowledgeBase([FOUNDING], {"a.md": "1"}), NamedKnowledgeBase([FOUNDING], {"b.md": "2"})
-    assert refines_passages(tmp_path, popqa) is False  # no file: read whole
+    assert refinement_for(tmp_path, popqa) is False  # no file: read whole
     save_refinement(tmp_path, {corpus_key(popqa): {"recall": 0.92}})
-    assert refines_passages(tmp_path, popqa) is True
-    assert refines_passages(tmp_path, own) is False  # a knowledge base the file does not name
-    assert refines_passages(tmp_path, ListKnowledgeBase([FOUNDING])) is False  # no identity
+    assert refinement_for(tmp_path, popqa) is True
+    assert refinement_for(tmp_path, own) is False  # a knowledge base the file does not name
+    assert refinement_for(tmp_path, ListKnowledgeBase([FOUNDING])) is False  # no identity
 
 
 @pytest.mark.parametrize("text, message", [
@@ -56,7 +57,7 @@ def test_a_broken_refinement_file_is_refused_in_one_line_naming_it(tmp_path, tex
     kb = NamedKnowledgeBase([FOUNDING], {"a.md": "1"})
     (tmp_path / REFINEMENT_FILE).write_text(text.replace("KEY", corpus_key(kb)))
     with pytest.raises(ValueError) as caught:
-        refines_passages(tmp_path, kb)
+        refinement_for(tmp_path, kb)
     expected = message.format(f=re.escape(str(tmp_path / REFINEMENT_FILE))).replace("KEY", corpus_key(kb))
     assert re.fullmatch(expected, str(caught.value)), str(caught.value)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import dspy
 
 from program.app import resources
-from program.app.refinement import refines_passages
+from program.app.refinement import REFINEMENT_FILE, refines_passages
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
@@ -284,7 +284,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     confidence, accept = load_confidence(directory, knowledge_base)
     settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2),
                 "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
-                "refine_passages": _refines(directory, knowledge_base),
+                "refine_passages": refinement_for(directory, knowledge_base),
                 **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
     # the prompts before the knowledge base, web, embedder and judges: DSPy's load deep-copies the module
     program = CRAG(None, **settings)
@@ -298,11 +298,20 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     return program
 
 
-def _refines(directory: Path, knowledge_base) -> bool:
-    """Whether the reader reads ``knowledge_base``'s passages refined (``program.app.refinement``).
-    Raises ``CompiledError`` for an unreadable ``refinement.json``."""
+def refinement_for(directory: str | Path, knowledge_base) -> bool:
+    """Whether the reader reads ``knowledge_base``'s passages refined: ``<directory>/refinement.json``
+    (``program.app.refinement``); False without the file.
+
+    Raises:
+        CompiledError: the file cannot be read, is not a JSON object, or its entry's
+            ``refine_passages`` is not a boolean (one line naming the file).
+    """
+    path = Path(directory) / REFINEMENT_FILE
+    if not path.exists():
+        return False
+    data = _read_json(path)
     try:
-        return refines_passages(directory, knowledge_base)
+        return refines_passages(data, knowledge_base, path)
     except ValueError as exc:
         raise CompiledError(str(exc)) from None
 

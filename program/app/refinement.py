@@ -30,27 +30,17 @@ REFINEMENT_FILE = "refinement.json"
 MIN_RECALL = 0.9
 
 
-def refines_passages(directory: str | Path, knowledge_base) -> bool:
-    """True when ``<directory>/refinement.json`` says ``knowledge_base``'s passages are read refined.
+def refines_passages(data: dict, knowledge_base, path: str | Path = REFINEMENT_FILE) -> bool:
+    """True when ``data`` (a parsed ``refinement.json``; ``program.app.compiled.refinement_for``
+    reads the file) says ``knowledge_base``'s passages are read refined.
 
-    Returns False without the file, for a knowledge base it does not name, or one whose
-    ``corpus_key`` cannot be computed.
+    Returns False for a knowledge base it does not name, or one whose ``corpus_key`` cannot be
+    computed.
 
     Raises:
-        ValueError: the file cannot be read or is not a JSON object, or the knowledge base's
-            entry's ``refine_passages`` is not a boolean (one line naming the file).
+        ValueError: the knowledge base's entry's ``refine_passages`` is not a boolean (one line
+            naming ``path``).
     """
-    path = Path(directory) / REFINEMENT_FILE
-    if not path.exists():
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object, not {type(data).__name__}")
     try:
         key = corpus_key(knowledge_base)
     except (AttributeError, KeyError, TypeError):  # a search-only object: no identity to look up
