@@ -228,6 +228,15 @@ def reusable_judges(out: str | Path, only: list[str]):
     return judges
 
 
+def measure_refinement(judges, out) -> None:
+    """Whether refinement keeps the answer with newly trained ``judges``: PopQA dev's
+    answering-strip recall into ``out/refinement.json`` (``optimize.refine_recall``; no LM,
+    about 2 minutes), which turns reading refined strips on or off for PopQA."""
+    from optimize.refine_recall import measure  # why: it loads PopQA's evaluation rows, needed only here
+
+    measure(judges, split="dev", out=out)
+
+
 def build_judges(adversarial_kb):
     """Train the judges (``optimize.train_judges``) on the PopQA knowledge base and ``adversarial_kb``."""
     return train_judges(knowledge_base(), adversarial_kb, embedder())
@@ -515,7 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     program = CRAG(knowledge_base=None, decide_retrieval=True)
     saved = _saved_compile(args, parser, program, lm)
     judges = reusable_judges(args.out, only)
-    if judges is None:
+    trained = judges is None
+    if trained:
         print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
         judges = build_judges(kb)
     judges.embedder = judges.embedder or embedder()
@@ -536,7 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     for kind, m in metrics.items():
         print(f"| {kind} | {m['before']:.3f} | {m['after']:.3f} | {m['kept']} | {m['demos']} |")
     print(f"\nthresholds: {json.dumps(thresholds)}\ndev score: {manifest['dev_score']:.4f}")
-    return _save(args, judges, program, manifest)
+    code = _save(args, judges, program, manifest)
+    if code == 0 and trained:
+        measure_refinement(judges, args.out)
+    return code
 
 
 if __name__ == "__main__":

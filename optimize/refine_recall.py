@@ -16,7 +16,8 @@ answering strips (``docs/lab/2026-12-05-greedy-confidence.md``) and are read who
 
     python -m optimize.refine_recall --split dev --out compiled
 
-No LM call; about 2 minutes for PopQA dev's 302 questions on 2 cores.
+No LM call; about 2 minutes for PopQA dev's 302 questions on 2 cores. ``python -m
+optimize.compile`` runs it (``measure``) whenever it trains the judges anew.
 """
 
 from __future__ import annotations
@@ -66,6 +67,29 @@ def reach(questions: list[dict], kb, judges, embedder, k: int = 3) -> dict:
     return counts
 
 
+def measure(judges, split: str = "dev", out=None) -> dict:
+    """``reach`` for PopQA's ``split`` with ``judges`` (a ``JudgeSet``) over the embedded PopQA
+    knowledge base, printed in one line and, with ``out``, saved to ``out/refinement.json``."""
+    # the evaluation sets and the embedded resources load only when measuring
+    from eval_sets.popqa import load_questions
+    from program.app import resources
+    from program.app.refinement import MIN_RECALL, save_refinement
+
+    kb = resources.knowledge_base()
+    judges.embedder = judges.embedder or resources.embedder()
+    judges.use_corpus(kb)
+    questions = load_questions(split=split)
+    figures = reach(questions, kb, judges, judges.embedder)
+    print(f"popqa {split}: an answering strip kept for {figures['kept']} of {figures['questions']} questions "
+          f"that have one ({figures['recall']:.1%}); no strip kept for {figures['nothing_kept']} of {len(questions)} "
+          f"questions, {figures['nothing_kept_answerable']} of them with an answering strip; "
+          f"refine: {'yes' if figures['recall'] >= MIN_RECALL else 'no'} (at least {MIN_RECALL:.0%})")
+    if out:
+        path = save_refinement(out, {corpus_key(kb): {"name": "popqa", "split": split, **figures}})
+        print(f"wrote {path}")
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", help="PopQA split whose labels are counted (default dev: "
@@ -73,28 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compiled", default="compiled", help="the compiled folder whose judges refine")
     parser.add_argument("--out", default=None, help="write refinement.json into this folder (default: print only)")
     args = parser.parse_args(argv)
-    # the evaluation sets and the embedded resources load only when measuring
-    from eval_sets.popqa import load_questions
-    from program.app import resources
-    from program.app.refinement import MIN_RECALL, save_refinement
-
-    kb, embedder = resources.knowledge_base(), resources.embedder()
     judges = load_judges(args.compiled)
     if judges is None:
         print(f"error: {args.compiled} holds no trained judges; run python -m optimize.compile --only judges",
               file=sys.stderr)
         return 2
-    judges.embedder = embedder
-    judges.use_corpus(kb)
-    questions = load_questions(split=args.split)
-    figures = reach(questions, kb, judges, embedder)
-    print(f"popqa {args.split}: an answering strip kept for {figures['kept']} of {figures['questions']} questions "
-          f"that have one ({figures['recall']:.1%}); no strip kept for {figures['nothing_kept']} of {len(questions)} "
-          f"questions, {figures['nothing_kept_answerable']} of them with an answering strip; "
-          f"refine: {'yes' if figures['recall'] >= MIN_RECALL else 'no'} (at least {MIN_RECALL:.0%})")
-    if args.out:
-        path = save_refinement(args.out, {corpus_key(kb): {"name": "popqa", "split": args.split, **figures}})
-        print(f"wrote {path}")
+    measure(judges, args.split, args.out)
     return 0
 
 

@@ -68,18 +68,14 @@ def recheck(set_name: str, df: pd.DataFrame) -> pd.DataFrame:
     from program.app import resources
     from program.app.compiled import load_compiled
     from program.stages.draft import check_draft
-    from program.types import Trace
 
     kb = resources.knowledge_base(DOMAINS[set_name].kb_dir if set_name in DOMAINS else None)
     crag = load_compiled(knowledge_base=kb, web=None)
     rows = []
     for question, draft, checks, right in zip(df["question"], df["draft"], df["draft_checks"], df["draft_correct"]):
-        trace = Trace()
-        passages = crag._set_aside(kb.search(question, crag.k), trace)
-        grades = crag._evaluate(question, passages, trace, "evaluate")
+        strips, grades = crag.draft_context(question)
         probability = json.loads(checks).get("token_probability")
-        evidence = check_draft(question, draft, crag._as_read(passages, grades),
-                               {g.passage_id: g.score for g in grades}, probability)
+        evidence = check_draft(question, draft, strips, {g.passage_id: g.score for g in grades}, probability)
         rows.append({**{f: getattr(evidence, f) for f in FEATURES}, "abstained": evidence.abstained,
                      "right": right == "True"})
     return pd.DataFrame(rows)

@@ -39,6 +39,9 @@ def fake_compile(monkeypatch):
     from tests.test_judges import WordEmbedder
 
     monkeypatch.setattr(compile_mod, "embedder", WordEmbedder)  # judges reloaded from --out score with it
+    # refinement's recall reads PopQA's knowledge base (minutes): tests/test_refinement.py covers it
+    lm.refinement_measured = []
+    monkeypatch.setattr(compile_mod, "measure_refinement", lambda judges, out: lm.refinement_measured.append(out))
     return lm
 
 
@@ -249,6 +252,8 @@ def test_only_recompiles_the_named_predictors_and_keeps_the_rest(tmp_path, fake_
     fake_compile.calls.clear()
     assert compile_mod.main(["--out", str(tmp_path), "--only", "deciding", "--dev-rows", "0", "--force"]) == 0
     assert set(fake_compile.calls) == {"DecideRetrieval"}
+    # the judges were trained by the first compile only: refinement measured then, not again
+    assert fake_compile.refinement_measured == [str(tmp_path)]
     manifest = json.loads(path.read_text())
     assert manifest["metrics_dev"]["strips"]["after"] == 0.123 and manifest["thresholds"]["upper"] == 0.75
     assert manifest["metrics_dev"]["deciding"]["dev"] == 43 and set(manifest["recompiled"]) == {"deciding"}

@@ -91,6 +91,23 @@ def test_refined_with_no_strip_kept_and_no_web_the_program_declines(fake_lm):
     assert result.fallback and fake_lm.calls["GenerateAnswer"] == 0
 
 
+def test_the_operating_point_and_the_confidence_rows_read_what_the_draft_reads(fake_lm):
+    # the bug: both read the passages whole even where the program reads them refined
+    from program.judges.operating_point import draft_confidence
+
+    program = CRAG(ListKnowledgeBase([PAGE]), web=FakeWeb([]), refine_passages=True, self_check=False)
+    strips, grades = program.draft_context(Q)
+    assert [(s.source_id, s.text) for s in strips] == [("doc0#0", FOUNDING)] and len(grades) == 1
+    assert draft_confidence(program, Q) == pytest.approx(program(question=Q).confidence)
+    off_topic = CRAG(ListKnowledgeBase(["The Danube flows through ten countries."]), web=None,
+                     refine_passages=True, self_check=False)
+    calls = fake_lm.calls["GenerateAnswer"]
+    # no strip kept: no draft, so no LM call and confidence 0 (read whole, the Danube was drafted from)
+    assert draft_confidence(off_topic, Q) == 0.0 and fake_lm.calls["GenerateAnswer"] == calls
+    whole = CRAG(ListKnowledgeBase([PAGE]), web=FakeWeb([]), self_check=False)
+    assert [s.text for s in whole.draft_context(Q)[0]] == [PAGE]
+
+
 def test_read_whole_by_default(fake_lm):
     result = CRAG(ListKnowledgeBase([PAGE]), web=FakeWeb([]), self_check=False)(question=Q)
     assert [s.source_id for s in result.strips] == ["doc0#0"] and result.strips[0].text == PAGE

@@ -81,9 +81,8 @@ def draft_confidence(crag, question: str) -> float:
     """The confidence of CRAG's draft for ``question`` (retrieve, score, one generation), as
     ``CRAG.forward`` computes it before deciding; 0.0 for an abstaining draft."""
     trace = Trace()
-    passages = crag._set_aside(crag.knowledge_base.search(question, crag.k), trace)
-    grades = crag._evaluate(question, passages, trace, "evaluate")
-    return crag._write(question, crag._as_read(passages, grades), grades, trace, "draft").confidence
+    strips, grades = crag.draft_context(question, trace)
+    return crag._write(question, strips, grades, trace, "draft").confidence
 
 
 def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DECLINE,

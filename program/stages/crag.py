@@ -273,6 +273,16 @@ class CRAG(dspy.Module):
             trace.note(unmentioned_reason(sorted(unknown)))
         return unknown
 
+    def draft_context(self, question: str, trace: Trace | None = None) -> tuple[list[Strip], list[ChunkGrade]]:
+        """``(strips, grades)``: what the draft reads for ``question`` and the passages' grades,
+        as ``forward`` computes them before the draft (retrieve, set aside, evaluate, read; no LM
+        call). For tools that score drafts outside ``forward`` (the operating point, the
+        confidence model's rows), so that they read what the program reads."""
+        trace = trace if trace is not None else Trace()
+        passages = self._set_aside(self.knowledge_base.search(question, self.k), trace)
+        grades = self._evaluate(question, passages, trace, "evaluate")
+        return self._read(question, passages, grades, trace, "refine"), grades
+
     def _read(self, question: str, passages: list[Passage], grades: list[ChunkGrade], trace: Trace,
               name: str) -> list[Strip]:
         """What the reader reads of knowledge-base ``passages``: the passages whole, or with
