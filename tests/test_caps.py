@@ -8,7 +8,7 @@ import time
 import dspy
 import pytest
 
-from program.guards.caps import QuestionCaps, apply_caps
+from program.guards.caps import QuestionCaps
 from program.judges.instruction import embed
 from program.stages.crag import CRAG
 from program.types import FALLBACK_ANSWER
@@ -24,13 +24,11 @@ def crag(texts=(FOUNDING,), web=None, **caps):
     return CRAG(ListKnowledgeBase(list(texts)), web=web, caps=QuestionCaps(**caps))
 
 
-def test_caps_given_at_construction_reach_every_part_as_apply_caps_sets_them():
+def test_caps_given_at_construction_reach_every_part():
     caps = QuestionCaps(web_pages=1, strips=2, claims=3, seconds=9.0)
-    built, applied = crag(web_pages=1, strips=2, claims=3, seconds=9.0), CRAG(ListKnowledgeBase([FOUNDING]))
-    apply_caps(applied, caps)
-    for program in (built, applied):
-        assert (program.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
-               (caps, 1, 2, 3)
+    program = crag(web_pages=1, strips=2, claims=3, seconds=9.0)
+    assert (program.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
+           (caps, 1, 2, 3)
     default = CRAG(ListKnowledgeBase([FOUNDING]), web_k=3)
     assert default.caps is None and (default.web_searcher.k, default.refiner.max_strips, default.checker.max_claims) == (3, 4, 8)
 

@@ -27,6 +27,34 @@ def test_round_trip_keeps_demos_and_thresholds(tmp_path, fake_lm):
     assert loaded(question="Who founded Acme Rockets?").answer.startswith("Acme Rockets was founded by Jane Roe")
 
 
+class UncopyableKnowledgeBase(ListKnowledgeBase):
+    """A knowledge base that refuses a deep copy, as a large index should never get one."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("the knowledge base was deep-copied")
+
+
+def test_the_program_is_built_with_everything_and_loaded_without_copying_it(tmp_path, fake_lm):
+    # DSPy's Module.load_state deep-copies the whole module first; built with its knowledge
+    # base, judges and web, the program loads its prompts predictor by predictor instead
+    from program.guards.caps import QuestionCaps
+    from tests.conftest import FakeWeb
+    from tests.test_judges import toy_judges
+
+    program = CRAG(knowledge_base=None)
+    program.generator.generate.demos = [dspy.Example(question="q", context="c", answer="a")]
+    save_compiled(program, {"lm": "fake", "thresholds": {"upper": 0.9, "lower": 0.5}}, tmp_path)
+    kb, web, judges = UncopyableKnowledgeBase([FOUNDING]), FakeWeb([]), toy_judges()
+    from program.judges import save_judges
+
+    save_judges(judges, tmp_path)
+    loaded = load_compiled(tmp_path, knowledge_base=kb, web=web, embedder=None, caps=QuestionCaps(strips=2))
+    assert loaded.knowledge_base is kb and loaded.web_searcher.backend is web
+    assert loaded.judges is not None and loaded.refiner.judges is loaded.judges is loaded.checker.judges
+    assert (loaded.caps.strips, loaded.refiner.max_strips) == (2, 2)
+    assert [d["answer"] for d in loaded.generator.generate.demos] == ["a"]
+
+
 def test_loading_from_an_empty_folder_says_how_to_compile(tmp_path):
     with pytest.raises(FileNotFoundError, match="python -m optimize.compile"):
         load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([]), web=None, embedder=None)

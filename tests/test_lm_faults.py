@@ -44,9 +44,7 @@ def ask(server, monkeypatch, caps=None, decide_retrieval=False, **env):
         monkeypatch.setenv(name, value)
     lm = build_lm("openai/fake", api_base=server.base)
     lm.cache = False
-    program = CRAG(ListKnowledgeBase([FOUNDING]), web=None, decide_retrieval=decide_retrieval)
-    if caps:
-        program.caps = caps
+    program = CRAG(ListKnowledgeBase([FOUNDING]), web=None, decide_retrieval=decide_retrieval, caps=caps)
     started = time.monotonic()
     with dspy.context(lm=lm):
         result = program(question=QUESTION)

@@ -16,6 +16,7 @@ with another DSPy version loads with a warning (its prompts may behave different
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -201,14 +202,24 @@ def load_state(program, path: str | Path) -> None:
                           f"({_field_prefixes(saved[name])}); it keeps its uncompiled instructions. "
                           "Recompile: python -m optimize.compile", stacklevel=2)
             del saved[name]
-    own = {name: state for name, state in current.items() if name not in saved}
+    state = {**current, **{name: saved[name] for name in current if name in saved}}
     try:
-        if not own:
-            program.load(str(path))  # DSPy's own loader also warns about dependency version changes
-            return
-        program.load_state({**own, **saved})
+        _apply_state(program, state)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CompiledError(f"{path}: cannot load the saved state ({type(exc).__name__}: {exc})") from None
+
+
+def _apply_state(program, state: dict) -> None:
+    """Pour ``state`` (name -> predictor state) into ``program``'s predictors, all or none.
+
+    DSPy's ``Module.load_state`` first tries the state on a deep copy of the whole module, which
+    would copy the knowledge base, the embedder and the judges the program is built with; a
+    copy of each predictor is enough to fail before any is touched."""
+    params = list(program.named_parameters())
+    for name, param in params:
+        copy.deepcopy(param).load_state(state[name])
+    for name, param in params:
+        param.load_state(state[name])
 
 
 LM_THRESHOLDS = {"lower": 0.2, "upper": 0.6}  # GradeRetrieval's score bands (``score_grade``)
@@ -286,15 +297,9 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
                 "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
                 "refine_passages": refinement_for(directory, knowledge_base),
                 **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
-    # the prompts before the knowledge base, web, embedder and judges: DSPy's load deep-copies the module
-    program = CRAG(None, **settings)
+    program = CRAG(knowledge_base, web=resources.resolve_web(web), embedder=embedder, judges=judges, **settings)
     load_state(program, directory / STATE_FILE)
-    program.knowledge_base = knowledge_base
     _use_own_demo(program, directory, knowledge_base)
-    program.web_searcher.backend = resources.resolve_web(web)
-    program.refiner.embedder = embedder
-    if judges is not None:
-        program.judges = judges
     return program
 
 

@@ -14,7 +14,7 @@ from program.app.factory import build_program
 from program.app.flags import SetupError, check_program_flags
 from program.app.tracing import enable_exporter
 from program.env import env_flag
-from program.guards.caps import QuestionCaps, apply_caps
+from program.guards.caps import QuestionCaps
 from program.judges import JudgesFileError
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 from program.retrieval.corpus import left_out
@@ -67,7 +67,7 @@ def build_program_from_flags(args, config, *, decide_retrieval: bool | None = No
     """Load the knowledge base and the (compiled) CRAG program the flags ask for.
 
     ``decide_retrieval`` None follows ``--decide-retrieval`` / ``CRAG_DECIDE_RETRIEVAL``.
-    The caps of ``program.guards.caps`` (environment) are applied. Raises ``SetupError`` (one line) for
+    The caps of ``program.guards.caps`` (environment) are given at construction. Raises ``SetupError`` (one line) for
     an unreadable corpus, an index that cannot be written, or a broken compiled folder.
     """
     try:
@@ -78,11 +78,9 @@ def build_program_from_flags(args, config, *, decide_retrieval: bool | None = No
         raise SetupError(f"cannot write the index of {args.kb or 'the PopQA knowledge base'}: "
                          f"{exc.strerror or exc}") from None
     try:
-        program = _load_program(args, config, kb, decide_retrieval)
+        return _load_program(args, config, kb, decide_retrieval)
     except (CompiledError, JudgesFileError) as exc:
         raise SetupError(str(exc)) from None
-    apply_caps(program, QuestionCaps.from_env())
-    return program
 
 
 def _load_program(args, config, kb, decide_retrieval):
@@ -92,5 +90,5 @@ def _load_program(args, config, kb, decide_retrieval):
     if args.compiled != "none" and not has_compiled(compiled):
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
     return build_program("self-crag", compiled_dir=None if args.compiled == "none" else compiled, knowledge_base=kb,
-                         web=build_backend(config), decide_retrieval=decide_retrieval,
+                         web=build_backend(config), decide_retrieval=decide_retrieval, caps=QuestionCaps.from_env(),
                          **({"k": args.k} if args.k else {}))

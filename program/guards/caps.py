@@ -2,7 +2,7 @@
 and claims, each configurable and each hit reported in the trace.
 
 ``QuestionCaps.from_env()`` reads the caps (environment variables in the table); a program's
-``caps`` attribute overrides them (``crag.caps = QuestionCaps(seconds=30)``).
+``caps``, given at construction, overrides them (``CRAG(kb, caps=QuestionCaps(seconds=30))``).
 
 | cap | default | environment | enforced by |
 |---|---|---|---|
@@ -91,15 +91,6 @@ class QuestionCaps:
                     raise ValueError(f"{var} must be a {'number' if kind is float else 'whole number'}, "
                                      f"got {raw!r}") from None
         return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
-
-
-def apply_caps(program, caps: QuestionCaps) -> None:
-    """Set ``caps`` on a CRAG program: its per-question caps and the web page, strip and claim caps
-    of its parts."""
-    program.caps = caps
-    program.web_searcher.k = caps.web_pages
-    program.refiner.max_strips = caps.strips
-    program.checker.max_claims = caps.claims
 
 
 @dataclass
