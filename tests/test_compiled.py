@@ -8,8 +8,11 @@ import dspy
 import pytest
 
 from program.app.compiled import has_compiled, load_compiled, read_manifest, save_compiled
+from program.guards.caps import QuestionCaps
+from program.judges import save_judges
 from program.stages.crag import CRAG
-from tests.conftest import FOUNDING, ListKnowledgeBase
+from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase
+from tests.test_judges import toy_judges
 
 
 def test_round_trip_keeps_demos_and_thresholds(tmp_path, fake_lm):
@@ -37,16 +40,10 @@ class UncopyableKnowledgeBase(ListKnowledgeBase):
 def test_the_program_is_built_with_everything_and_loaded_without_copying_it(tmp_path, fake_lm):
     # DSPy's Module.load_state deep-copies the whole module first; built with its knowledge
     # base, judges and web, the program loads its prompts predictor by predictor instead
-    from program.guards.caps import QuestionCaps
-    from tests.conftest import FakeWeb
-    from tests.test_judges import toy_judges
-
     program = CRAG(knowledge_base=None)
     program.generator.generate.demos = [dspy.Example(question="q", context="c", answer="a")]
     save_compiled(program, {"lm": "fake", "thresholds": {"upper": 0.9, "lower": 0.5}}, tmp_path)
     kb, web, judges = UncopyableKnowledgeBase([FOUNDING]), FakeWeb([]), toy_judges()
-    from program.judges import save_judges
-
     save_judges(judges, tmp_path)
     loaded = load_compiled(tmp_path, knowledge_base=kb, web=web, embedder=None, caps=QuestionCaps(strips=2))
     assert loaded.knowledge_base is kb and loaded.web_searcher.backend is web
