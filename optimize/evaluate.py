@@ -102,6 +102,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--accept", type=float, default=None,
                    help="crag's operating point in [0, 1] instead of the compiled one (0 accepts every "
                         "draft: one LM call a question, as when collecting the confidence model's rows)")
+    p.add_argument("--verify-band", type=float, default=None,
+                   help="crag checks the claims of an answer whose confidence is less than this above "
+                        "its operating point, in [0, 1] (0: never; default: the program's)")
     p.add_argument("--confidence", default=None,
                    help="a confidence.json (optimize.train_confidence) instead of the compiled one: its model "
                         "and operating point, e.g. one fit with this set's domain left out")
@@ -123,6 +126,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--threads must be at least 1")
     if args.accept is not None and not 0.0 <= args.accept <= 1.0:
         p.error(f"--accept must be in [0, 1], got {args.accept}")
+    if args.verify_band is not None and not 0.0 <= args.verify_band <= 1.0:
+        p.error(f"--verify-band must be in [0, 1], got {args.verify_band}")
     if args.confidence and not Path(args.confidence).is_file():
         p.error(f"--confidence {args.confidence}: no such file")
     if args.out and args.name:
@@ -253,6 +258,8 @@ def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, kn
     """``(program, claim checker or None)`` for ``mode``; None when building failed (recorded in ``run``, code 1)."""
     try:
         settings = {} if args.accept is None else {"accept": args.accept}
+        if args.verify_band is not None:
+            settings["verify_band"] = args.verify_band
         if args.confidence:
             from program.app.compiled import read_confidence_file
 
@@ -413,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
-            "retrieval": args.retrieval or "hybrid",
+            "retrieval": args.retrieval or "hybrid", "verify_band": args.verify_band,
             "resume": args.resume, "skipped": run.skipped, "left_out_as_demos": [r["id"] for r in demos],
             "n_questions": len(rows), "judges": run.judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),
             "plot": str(plot) if plot else None, "modes": summary}

@@ -2,8 +2,9 @@
 
 Usage::
 
-    # the rows: every draft accepted (--accept 0, one LM call a question), training splits only
-    python -m optimize.evaluate --set kubernetes --split train --limit 50 --modes crag --accept 0 \\
+    # the rows: every draft accepted and unchecked (--accept 0 --verify-band 0, one LM call a
+    # question), training splits only
+    python -m optimize.evaluate --set kubernetes --split train --limit 50 --modes crag --accept 0 --verify-band 0 \\
         --web none --no-cache --groundedness off --out reports/confidence-rows/greedy/kubernetes-train
     # (the same for handbook 50 and adversarial 40; the committed model adds the 4 PopQA rows), then
     python -m optimize.train_confidence reports/confidence-rows/greedy/*-train \\

@@ -250,3 +250,50 @@ def test_a_name_the_knowledge_base_never_writes_is_looked_up_on_the_web(fake_lm)
 def test_a_knowledge_base_that_names_what_is_asked_is_not_gated(fake_lm):
     result = CRAG(MentioningKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)(question=Q)
     assert result.action is Action.CORRECT and result.draft_checks["unmentioned"] == ()
+
+
+def test_crag_checks_the_claims_of_an_answer_near_its_operating_point(fake_lm):
+    import signatures
+
+    # its words are in its passage, so the draft holds up; its year is not the strip's
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Jane Roe in 2005 [1]."}
+    fake_lm.rules[signatures.CheckClaimSupport] = lambda i: {"quote": "NONE"}
+    result, _ = run([FOUNDING], web_pages=(), self_check=False, accept=0.0, verify_band=1.0)
+    assert result.mode == "crag" and result.action is Action.CORRECT
+    assert result.fallback and result.answer == FALLBACK_ANSWER and not result.retried
+    assert [(c.text, c.support, c.kept) for c in result.claims] == [("Acme Rockets was founded by Jane Roe in 2005.", "no", False)]
+    assert result.declined == "Acme Rockets was founded by Jane Roe in 2005 [1]."
+    assert result.declined_because == "no claim of the answer stands in its sources"
+    verify = next(s for s in result.trace.steps if s.step == "verify")
+    assert verify.notes.endswith("accept 0.00 + band 1.00: 0 of 1 claim(s) supported")
+    assert fake_lm.calls["GenerateStrictAnswer"] == 0  # no retry: that is self-crag's
+
+
+def test_crag_gives_an_answer_well_above_its_operating_point_unchecked(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Jane Roe in 2005 [1]."}
+    result, _ = run([FOUNDING], web_pages=(), self_check=False, accept=0.0, verify_band=0.0)
+    assert not result.fallback and result.answer == "Acme Rockets was founded by Jane Roe in 2005." and result.claims == []
+    assert "verify" not in [s.step for s in result.trace.steps]
+    assert fake_lm.calls["CheckClaimSupport"] == 0
+
+
+def test_crag_keeps_the_supported_claims_of_an_answer_it_checks(fake_lm):
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {
+        "answer": "Acme Rockets was founded by Jane Roe in 1999 [1]. It sells rockets to NASA [1]."}
+    fake_lm.rules[signatures.ExtractClaims] = lambda i: {
+        "claims": ["Acme Rockets was founded by Jane Roe in 1999 [1].", "It sells rockets to NASA [1]."]}
+    fake_lm.rules[signatures.CheckClaimSupport] = lambda i: {"quote": "NONE"}
+    result, _ = run([FOUNDING], web_pages=(), self_check=False, accept=0.0, verify_band=1.0)
+    assert not result.fallback and result.answer.startswith("Acme Rockets was founded by Jane Roe in 1999")
+    assert "NASA" not in result.answer
+    assert [(c.support, c.kept) for c in result.claims] == [("fully", True), ("no", False)]
+
+
+@pytest.mark.parametrize("band", [-0.1, 1.5])
+def test_a_verify_band_outside_0_1_is_refused(band):
+    with pytest.raises(ValueError, match=r"verify_band must be in \[0, 1\], got"):
+        CRAG(ListKnowledgeBase([FOUNDING]), verify_band=band)

@@ -36,6 +36,9 @@ from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correctio
 from signatures import AnswerClosedBook, DecideRetrieval
 
 DEFAULT_ACCEPT = 0.5  # the operating point when neither the compile nor ``index`` set one
+# crag checks the claims of an answer whose confidence is less than this above ``accept``
+# (chosen on dev rows: docs/lab/2026-12-06-claim-check-band.md)
+DEFAULT_VERIFY_BAND = 0.1
 # What DSPy raises for output it cannot parse (several types); a failing LM service, a cap or a
 # cancellation are not among them and still end the question.
 UNREADABLE_OUTPUT = (AdapterParseError, ValueError, KeyError, TypeError, AttributeError)
@@ -66,9 +69,15 @@ class CRAG(dspy.Module):
             half of the answering strips kept).
         embedder: used by the refiner to pre-filter web strips; None grades every strip.
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
-        self_check: run Self-RAG's claim-level support check (with its retry, claim dropping
-            and fallback); False answers as decided (the ``crag`` evaluation mode; ``self-crag``
-            is True).
+        self_check: run Self-RAG's claim-level support check on every answer (with its retry,
+            claim dropping and fallback; the ``self-crag`` evaluation mode); False is the
+            ``crag`` mode, which checks only the answers of ``verify_band``.
+        verify_band: crag (``self_check`` False) checks every claim of an answer whose
+            confidence is less than ``accept + verify_band`` (Self-RAG's IsSup, no retry):
+            unsupported claims are dropped and the program declines when none stands. An answer
+            near the operating point is the one its confidence cannot vouch for (AUROC .6–.7 on
+            the documentation domains); one well above it is given as drafted, one LM call.
+            0 turns the check off; 1 checks every answer.
         web_k: web hits kept.
         lazy_evaluation: kept for the settings' schema: passages are scored by the cheap judges,
             all of them, so there is nothing to save by stopping early.
@@ -102,9 +111,10 @@ class CRAG(dspy.Module):
            a question naming what the knowledge base never writes skips it when no web is
            configured (searching the same documents again cannot find the name);
         5. an answer below ``accept`` is **declined** (``FALLBACK_ANSWER``, ``result.fallback``);
-        6. self-crag: every claim checked against its cited strips, one stricter retry for
-           unsupported ones (kept only when its claims hold up at least as well), unsupported
-           claims dropped, the fallback when none remains; then citations.
+        6. crag: an answer below ``accept + verify_band`` has every claim checked against its
+           cited strips, unsupported claims dropped, the fallback when none remains;
+           self-crag: every answer so, with one stricter retry for unsupported claims (kept
+           only when its claims hold up at least as well); then citations.
 
     Edge behaviour: an abstaining draft has confidence 0 and goes to the correction; a
     correction that finds nothing leaves the draft's confidence to decide. A question that
@@ -123,13 +133,17 @@ class CRAG(dspy.Module):
                  embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
                  decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None,
                  accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500,
-                 probabilities: bool = False, caps: QuestionCaps | None = None, refine_passages: bool = False):
+                 probabilities: bool = False, caps: QuestionCaps | None = None, refine_passages: bool = False,
+                 verify_band: float = DEFAULT_VERIFY_BAND):
         super().__init__()
         if not 0.0 <= accept <= 1.0:
             raise ValueError(f"accept must be in [0, 1], got {accept}")
+        if not 0.0 <= verify_band <= 1.0:
+            raise ValueError(f"verify_band must be in [0, 1], got {verify_band}")
         self.knowledge_base = knowledge_base
         self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
         self.accept, self.max_chars, self.refine_passages = accept, max_chars, refine_passages
+        self.verify_band = verify_band
         self.confidence = confidence or ConfidenceModel()
         self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
         self.caps = caps
@@ -222,9 +236,11 @@ class CRAG(dspy.Module):
         result.strips, result.confidence = best.strips, best.confidence
         if not holds_up(best.evidence, best.confidence, self.accept):
             return self._decline(result, best)
-        if not self.self_check:
-            return cite(result, best.answer, self.attributor)
-        return self._check_claims(result, best.answer)
+        if self.self_check:
+            return self._check_claims(result, best.answer)
+        if best.confidence < self.accept + self.verify_band:
+            return self._verify(result, best.answer)
+        return cite(result, best.answer, self.attributor)
 
     def _write(self, question: str, strips: list[Strip], grades: list[ChunkGrade], trace: Trace,
                name: str, unknown: set[str] = frozenset()) -> Draft:
@@ -396,6 +412,17 @@ class CRAG(dspy.Module):
             cost.notes = report.note
         return report.kept
 
+    def _verify(self, result: CRAGResult, answer: str) -> CRAGResult:
+        """crag's claim check of an answer near the operating point: Self-RAG's IsSup over its
+        claims against the strips they cite (§3.1), unsupported claims dropped, the fallback
+        when none stands. No retry: that and IsUse are self-crag's (``_check_claims``)."""
+        with step(result.trace, "verify") as cost:
+            claims = self.checker(question=result.question, answer=answer, strips=result.strips)
+            cost.notes = (f"confidence {result.confidence:.2f} < accept {self.accept:.2f} + band "
+                          f"{self.verify_band:.2f}: {sum(c.support != 'no' for c in claims)} of {len(claims)} "
+                          "claim(s) supported")
+        return self._finalise(result, answer, claims)
+
     def _check_claims(self, result: CRAGResult, answer: str) -> CRAGResult:
         """Self-RAG's IsSup over the chosen answer's claims against the same evidence, the
         capped stricter retry for unsupported ones, and IsUse (§3.1)."""
@@ -450,7 +477,8 @@ class CRAG(dspy.Module):
         result.claims = claims
         kept = [c for c in claims if c.kept]
         if not kept:
-            result.fallback = True
+            result.fallback, result.declined = True, answer
+            result.declined_because = "no claim of the answer stands in its sources"
             result.trace.note("no supported claim: honest fallback")
             return result
         if len(kept) < len(claims):
