@@ -15,7 +15,8 @@ options are unchanged (``stamp``), and the labeled sources' pairs are cached in
 ``<cache>/judge-sources/`` (a few minutes to build, once).
 
 ``leave_out`` drops labeled domains from the sources: measuring a domain with its labels left out
-(``--leave-out kubernetes``) is how the end-to-end figures of ``docs/judges.md`` are made.
+(``--leave-out kubernetes``) is how the end-to-end figures of
+``docs/lab/2026-12-03-kubernetes-end-to-end.md`` are made.
 """
 
 from __future__ import annotations

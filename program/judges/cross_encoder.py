@@ -55,8 +55,8 @@ class CrossEncoderJudge:
 
         The new head learns at ``head_lr`` and the pre-trained layers at ``lr``, both warmed up linearly
         over ``warmup`` steps: a random head at the body's rate barely moves in a few hundred steps (the
-        one-epoch run in docs/judges.md). ``balance`` weighs the positive class by negatives / positives,
-        since a retriever's top-k holds few relevant passages.
+        one-epoch run in docs/lab/2026-12-02-leave-one-domain-out.md). ``balance`` weighs the positive
+        class by negatives / positives, since a retriever's top-k holds few relevant passages.
 
         Raises:
             ValueError: pairs and labels of different lengths, or no pairs."""
