@@ -5,7 +5,8 @@ them (FactCC's rule-made swaps, Kryscinski et al. 2020; MiniCheck's synthetic ha
 Tang et al. 2024), because a checker that counts shared words accepts them. Ours does: "The producer of The Hunt was Craig Zobel" shares every name with "The Hunt
 is a film directed by Craig Zobel", and the trained support judge (``program.judges``, word
 overlap and entity cues) let such sentences cite the strip. In the hand check of the first
-cited runs (``docs/citations.md``) most wrong citations were such role swaps.
+cited runs (``docs/lab/2026-12-03-citations-first-runs.md``) most wrong citations were such role
+swaps.
 
 The check is narrow on purpose. It applies only when the question asks who holds a role
 ("Who was the producer of Ghost?", "Who is the father of Louis?") and the sentence names that
