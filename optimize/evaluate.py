@@ -124,10 +124,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--limit must be positive")
     if args.threads < 1:
         p.error("--threads must be at least 1")
-    if args.accept is not None and not 0.0 <= args.accept <= 1.0:
-        p.error(f"--accept must be in [0, 1], got {args.accept}")
-    if args.verify_band is not None and not 0.0 <= args.verify_band <= 1.0:
-        p.error(f"--verify-band must be in [0, 1], got {args.verify_band}")
+    for flag, value in (("--accept", args.accept), ("--verify-band", args.verify_band)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            p.error(f"{flag} must be in [0, 1], got {value}")
     if args.confidence and not Path(args.confidence).is_file():
         p.error(f"--confidence {args.confidence}: no such file")
     if args.out and args.name:

@@ -210,6 +210,18 @@ def test_evaluate_passes_the_operating_point_to_every_mode(fake_program, tmp_pat
     assert len(fake_program.built) == 2
 
 
+def test_evaluate_passes_the_verify_band_and_refuses_one_outside_0_1(fake_program, tmp_path, capsys):
+    """``--verify-band 0`` turns crag's claim check off (the confidence model's rows are drafts
+    as written); the run's summary records it."""
+    code = evaluate.main(["--set", "popqa", "--limit", "4", "--modes", "crag", "--accept", "0", "--verify-band", "0",
+                          "--out", str(tmp_path / "rows"), "--compiled", "none"])
+    assert code == 0 and fake_program.built == [("crag", None, ("accept", 0.0), ("verify_band", 0.0))]
+    assert json.loads((tmp_path / "rows" / "summary.json").read_text())["verify_band"] == 0.0
+    with pytest.raises(SystemExit) as exc:
+        evaluate.main(["--set", "popqa", "--verify-band", "-0.1", "--out", str(tmp_path / "bad")])
+    assert exc.value.code == 2 and "--verify-band must be in [0, 1], got -0.1" in capsys.readouterr().err
+
+
 def test_evaluate_popqa_split(fake_program, tmp_path, capsys):
     # --split applies to PopQA: dev by default (recorded in summary.json), train for analyses
     code = evaluate.main(["--set", "popqa", "--split", "train", "--limit", "4", "--modes", "closed",
