@@ -27,7 +27,7 @@ import time
 
 import dspy
 
-from optimize.train_judges import _confusion, action_of, calibrate_actions
+from program.judges.train import _confusion, action_of, calibrate_actions
 from program.judges.store import corpus_key
 from program.stages.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 
@@ -72,7 +72,7 @@ def query_scores(grader, queries: list[dict], knowledge_base, max_chars: int = 7
 
 def _separation(best: dict[str, float], expected: dict[str, str]) -> float:
     """ROC AUC of the best score between queries expected CORRECT and INCORRECT."""
-    from optimize.train_judges import auc
+    from program.judges.train import auc
 
     ids = [q for q in best if expected[q] in ("correct", "incorrect")]
     return auc([expected[q] == "correct" for q in ids], [best[q] for q in ids])

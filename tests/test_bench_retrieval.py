@@ -1,4 +1,4 @@
-"""The retrieval benchmark (``optimize/bench_retrieval.py``): its hybrid types run on a tiny corpus
+"""The retrieval benchmark (``experiments/bench_retrieval.py``): its hybrid types run on a tiny corpus
 against a real PostgreSQL (the ``pgserver`` wheel), and the table keeps its columns without them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from optimize import bench_retrieval as bench
+from experiments import bench_retrieval as bench
 from program.retrieval.fusion import HYBRID
 
 OLD_HEADER = ("| chunks | index | embed/s | add/s | build/s | ms median | ms p90 | ms median (+embed) "

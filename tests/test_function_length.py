@@ -1,4 +1,4 @@
-"""No function over 60 lines in ``program/``, ``optimize/`` and ``eval_sets/``.
+"""No function over 60 lines in ``program/``, ``optimize/``, ``experiments/`` and ``eval_sets/``.
 
 The functions that were longer when this check came in are listed with their length; each may
 only shrink, and leaves the list once it is 60 lines or fewer. A new long function fails.
@@ -17,7 +17,7 @@ STILL_LONG: dict[str, int] = {}  # to split; "file:function": lines today
 def function_lengths() -> dict[str, int]:
     """``"file:function"`` -> lines (decorators excluded) for every function over ``LIMIT`` lines."""
     out = {}
-    for folder in ("program", "optimize", "eval_sets"):
+    for folder in ("program", "optimize", "experiments", "eval_sets"):
         for f in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -119,3 +119,32 @@ def test_the_program_top_level_holds_only_shared_modules():
     assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "paths.py", "text.py", "types.py"]
     packages = sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file())
     assert packages == ["app", "guards", "judges", "lm", "retrieval", "stages", "web"]
+
+
+def outside_imports(package: Path, banned: tuple[str, ...]) -> list[str]:
+    """``"file: module"`` for every import in ``package`` (inside functions too) of a module under
+    one of the ``banned`` top-level packages."""
+    out = []
+    for f in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            out += [f"{f.relative_to(package.parent).as_posix()}: {n}" for n in names if n.split(".")[0] in banned]
+    return sorted(out)
+
+
+def test_the_program_never_imports_the_compile_or_the_studies():
+    """``program/`` is the library an app loads; the compile (``optimize/``) and the studies
+    (``experiments/``) build on it, never the other way round."""
+    assert outside_imports(ROOT / "program", ("optimize", "experiments")) == []
+
+
+def test_the_compile_never_imports_the_studies():
+    assert outside_imports(ROOT / "optimize", ("experiments",)) == []
+
+
+def test_a_planted_outside_import_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("import json\n\n\ndef f():\n    from optimize.adapt import x  # why: planted\n    return x\n")
+    assert outside_imports(package, ("optimize",)) == ["pkg/a.py: optimize.adapt"]

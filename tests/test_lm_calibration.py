@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from optimize import lm_calibration
+from experiments import lm_calibration
 from signatures import GradeRetrieval
 
 

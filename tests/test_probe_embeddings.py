@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimize.judge_data import Pairs
-from optimize.probe_embeddings import _Vectors, features
+from program.judges.pairs import Pairs
+from experiments.probe_embeddings import _Vectors, features
 
 AXES = {"q": [1, 0, 0], "a": [1, 0, 0], "b": [0, 1, 0], "c": [0.6, 0.8, 0]}
 

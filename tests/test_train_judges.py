@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from optimize import judge_data as jd
-from optimize.train_judges import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
+from program.judges import pairs as jd
+from program.judges.train import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
 
 
 def test_states_answer_needs_whole_words():
@@ -95,7 +95,7 @@ def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
     # (supported), another question's answer (Oslo), the gold answer against strips without it
     assert pairs.groups == ["popqa-1"] * 3
     assert pairs.labels == [1, 0, 0]
-    from optimize.judge_data import support_pair_features  # noqa: F401 - rows are its features
+    from program.judges.pairs import support_pair_features  # noqa: F401 - rows are its features
     from program.judges.features import SUPPORT_NAMES
 
     lexical = [row[SUPPORT_NAMES.index("lexical_verdict")] for row in pairs.dense]
@@ -103,7 +103,7 @@ def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
 
 
 def test_support_thresholds_weigh_the_popqa_claims_too():
-    from optimize.train_judges import calibrate_support_sets
+    from program.judges.train import calibrate_support_sets
 
     targets, scores = [1.0, 0.5, 0.0], np.array([0.9, 0.5, 0.1])
     # PopQA claims: supported ones score .3-.4, wrong ones .2: "partially" must sit at or below .3

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from eval_sets.domains import DOMAINS, load_rows
-from optimize import transfer
-from optimize.judge_sources import domain_source, fit_judges
+from experiments import transfer
+from program.judges.sources import domain_source, fit_judges
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_fit_judges_needs_a_source():
 def test_the_summary_is_written_whole_and_tabled(tmp_path):
     summary = {"kubernetes": {f: {"labels_out": 0.5, "labels_in": 0.75} for f in transfer.FIGURES}}
     summary["kubernetes"]["rows"] = {"queries": 120}
-    path = transfer.write_summary(summary, tmp_path, {"command": "python -m optimize.transfer"})
+    path = transfer.write_summary(summary, tmp_path, {"command": "python -m experiments.transfer"})
     saved = json.loads(path.read_text())
     assert saved["kubernetes"]["strip_f1"] == {"labels_out": 0.5, "labels_in": 0.75}
     assert list(tmp_path.iterdir()) == [path]
@@ -65,7 +65,7 @@ def test_an_unknown_domain_exits_2(capsys):
 
 
 def test_a_knowledge_base_gives_training_rows_of_itself(help_centre, embedder):
-    from optimize.synthetic_rows import document_source, heading_questions
+    from program.judges.synthetic_rows import document_source, heading_questions
 
     kb, _ = help_centre
     asked = heading_questions(kb, max_questions=40)
@@ -91,7 +91,7 @@ def _first_sentence(inputs):
 
 
 def test_written_questions_are_kept_the_ares_way_and_cached(help_centre, fake_lm, tmp_path):
-    from optimize.lm_questions import write_questions
+    from program.judges.lm_questions import write_questions
     from signatures import WriteQuestion
 
     kb, _ = help_centre
@@ -106,7 +106,7 @@ def test_written_questions_are_kept_the_ares_way_and_cached(help_centre, fake_lm
 
 
 def test_question_writing_stops_at_its_time_cap(help_centre, fake_lm, tmp_path):
-    from optimize.lm_questions import write_questions
+    from program.judges.lm_questions import write_questions
     from signatures import WriteQuestion
 
     kb, _ = help_centre
@@ -133,9 +133,9 @@ def test_the_cross_encoder_learns_a_pair_and_names_a_bad_call():
 
 
 def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
-    from optimize import judge_data as jd
-    from optimize.judge_sources import SourcePairs
-    from optimize.train_cross_encoder import training_pairs
+    from program.judges import pairs as jd
+    from program.judges.sources import SourcePairs
+    from experiments.train_cross_encoder import training_pairs
 
     def source(name, n):
         pairs = jd.Pairs()
@@ -149,7 +149,7 @@ def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
 
 
 def test_a_paraphrased_answer_finds_the_strip_that_holds_it():
-    from optimize.lm_questions import answer_sentence
+    from program.judges.lm_questions import answer_sentence
 
     chunk = ("A Pod is evicted when the node runs short of memory. The kubelet waits for the grace period. "
              "Images are garbage collected when disk usage exceeds 85 percent.")

@@ -227,7 +227,7 @@ def _index(args) -> int:
 
 
 def _adapt(args, kb) -> int:
-    """After indexing: adapt the compile's judges to ``kb`` from its documents (``optimize.adapt``),
+    """After indexing: adapt the compile's judges to ``kb`` from its documents (``program.judges.adapt``),
     unless ``--no-adapt``; reused while the documents are unchanged. 0, or 2 with one line."""
     # lazy on purpose: dspy loads only when indexing is done
     from program.app.compiled import COMPILED_DIR, has_compiled
@@ -239,8 +239,8 @@ def _adapt(args, kb) -> int:
     if not has_compiled(compiled):
         print(f"note: no compiled program in {compiled}: no judges to adapt", file=sys.stderr)
         return 0
-    # training code (optimize/) behind the command a user runs once per knowledge base
-    from optimize.adapt import adapt_and_report, questions_to_write
+    # lazy on purpose: the training code (sklearn, the labeled sources) loads only when adapting
+    from program.judges.adapt import adapt_and_report, questions_to_write
 
     questions = questions_to_write(kb, args.questions, args.time_cap)[0]
     code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
@@ -258,8 +258,8 @@ def _reader_demo(args, kb, compiled: Path, written: int) -> int:
     the ``written`` questions that adapted the judges, else from a few written for it (one LM
     call each). 0, or 2 with one line."""
     # lazy on purpose: the question writer and the LM load only here
-    from optimize.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
-    from optimize.lm_questions import write_questions
+    from program.judges.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
+    from program.judges.lm_questions import write_questions
     from program.judges.adapted import adapted_dir
     from program.judges.reader_demo import reader_demo, save_reader_demo
 
@@ -289,8 +289,8 @@ def _operating_point(args, kb, compiled: Path, written: int) -> int:
     to write questions (no ``--questions``), fewer drafts within a time cap keep ``index`` within
     minutes. 0, or 2 with one line."""
     # lazy on purpose: the question writer, the compiled program and the LM load only when questions were written
-    from optimize.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
-    from optimize.lm_questions import write_questions
+    from program.judges.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
+    from program.judges.lm_questions import write_questions
     from program.app.compiled import load_compiled
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import save_operating_point, set_operating_point

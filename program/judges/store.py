@@ -89,7 +89,7 @@ def strip_inputs(question: str, strip: str, cosine: float, source, passage_cosin
         passage_cosine: the source passage's cosine with the question (``judged_text``).
 
     A web page's sentence is about the page's subject, so it is read with the page's title,
-    as the page is (``judged_text``). Training (``optimize.judge_data``) builds its rows here too.
+    as the page is (``judged_text``). Training (``program.judges.pairs``) builds its rows here too.
     """
     context = judged_text(source) if source is not None else strip
     text = judged_text(replace(source, text=strip)) if source is not None else strip
@@ -112,7 +112,7 @@ class JudgeSet:
             knowledge base's dev rows; ``corpus`` is the key in use (``use_corpus``).
         figures: the compile's dev figures, for the manifest and the trace.
         adapted: empty for the compile's judges; for judges adapted to one knowledge base from its
-            own documents (``optimize.adapt``), what they were built from: ``corpus`` (its
+            own documents (``program.judges.adapt``), what they were built from: ``corpus`` (its
             ``corpus_key``), ``name``, ``documents``, ``chunks``, ``rows``, ``sources``,
             ``seconds``, ``date`` and the ``stamp`` a rerun compares.
         embedder: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, set when loaded.

@@ -9,7 +9,7 @@ backends: :mod:`program.retrieval.index`, :mod:`program.retrieval.postgres.store
 question's results with its rewrite's (CRAG's re-retrieval, ``program.stages.crag``).
 
 ``HYBRID`` holds the weights the knowledge bases use, chosen on the labeled domains' train and
-dev rows (``python -m optimize.retrieval_recall --choose``; ``docs/lab/2026-12-05-hybrid-retrieval.md``).
+dev rows (``python -m experiments.retrieval_recall --choose``; ``docs/lab/2026-12-05-hybrid-retrieval.md``).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ class PgVectorKnowledgeBase:
     @property
     def chunks(self) -> list[Chunk]:
         """Every live chunk, read now, by file and position: what adapting the judges to this
-        knowledge base reads (``optimize.adapt``), as it reads a faiss knowledge base's ``chunks``."""
+        knowledge base reads (``program.judges.adapt``), as it reads a faiss knowledge base's ``chunks``."""
         rows = self._db.run(lambda c: c.execute(sql.SQL(
             "SELECT chunk_id, doc_id, text, title, url, heading, source_path FROM {t} ORDER BY source_file, position")
             .format(t=self._names["chunks"])).fetchall(), what="read chunks")

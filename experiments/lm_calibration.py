@@ -1,6 +1,6 @@
 """The LM's passage grade, calibrated per question, against the trained judges on a labeled domain.
 
-``python -m optimize.lm_calibration --set kubernetes [--split test] [--limit 30] [--random 2]``
+``python -m experiments.lm_calibration --set kubernetes [--split test] [--limit 30] [--random 2]``
 
 A small LM says "yes" to nearly every passage. Contextual calibration (Zhao et al., ICML 2021) and
 batch calibration (Zhou et al., ICLR 2024) remove that bias by subtracting the model's score on
@@ -92,8 +92,8 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
     """
     from eval_sets.domains import DOMAINS, load_rows
     from optimize.eval_data import stratified_sample
-    from optimize.judge_data import chunk_key
-    from optimize.train_judges import auc
+    from program.judges.pairs import chunk_key
+    from program.judges.train import auc
     from program.app import resources
     from program.app.compiled import STATE_FILE, load_state
     from program.judges.adapted import load_adapted
@@ -136,7 +136,7 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
 def main(argv: list[str] | None = None) -> int:
     from eval_sets.domains import DOMAINS
 
-    parser = argparse.ArgumentParser(prog="python -m optimize.lm_calibration", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.lm_calibration", description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", required=True, help=f"a labeled domain: {', '.join(DOMAINS)}")
     parser.add_argument("--split", default="test", choices=("train", "dev", "test"))
     parser.add_argument("--limit", type=int, default=30, help="queries, sampled in proportion to categories (0: all)")

@@ -1,13 +1,13 @@
 """Leave one domain out: how the trained judges do on a knowledge base whose labels they never saw.
 
-``python -m optimize.transfer [--domains adversarial,kubernetes,handbook,popqa] [--questions N] [--out reports/judge-transfer]``
+``python -m experiments.transfer [--domains adversarial,kubernetes,handbook,popqa] [--questions N] [--out reports/judge-transfer]``
 
 For each domain the judges are compiled twice from the repository's training rows
-(``optimize.judge_sources.fit_judges``): with every source (*labels in*) and with every source but
+(``program.judges.sources.fit_judges``): with every source (*labels in*) and with every source but
 that domain (*labels out*: its documents are still searched, its labels are neither trained nor
 calibrated on, so its thresholds are the defaults a new knowledge base gets), and, for the labeled
 domains, *adapted*: labels out plus the rows its own documents give with no labels
-(``optimize.synthetic_rows``: heading questions kept when retrieval ranks their source chunk first,
+(``program.judges.synthetic_rows``: heading questions kept when retrieval ranks their source chunk first,
 ARES-style; MiniCheck-style support rows), which also calibrate its thresholds. All are measured on
 the same rows of that domain:
 
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from optimize import judge_data as jd
-from optimize import train_judges as tj
+from program.judges import pairs as jd
+from program.judges import train as tj
 from program.atomic import write_atomic
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
@@ -127,14 +127,14 @@ def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0
     ``domains`` (and adapted to its documents), and measure them on that domain. ``questions``: how
     many questions the configured LM writes per domain for its adaptation (0: headings only), within
     ``time_cap`` seconds per domain. ``cross_encoder``: also fine-tune the MiniLM cross-encoder as the
-    passage judge on the adapted rows (``optimize.train_cross_encoder``; ``cross_encoder_options``:
+    passage judge on the adapted rows (``experiments.train_cross_encoder``; ``cross_encoder_options``:
     its ``max_pairs``, ``time_cap`` and ``epochs``) and report its action accuracy and passage AUC.
     Returns ``{domain: figures}``."""
     from eval_sets.domains import DOMAINS, load_rows
-    from optimize.judge_sources import domain_source, fit_judges, popqa_source
-    from optimize.lm_questions import write_questions
-    from optimize.synthetic_rows import document_source
-    from optimize.train_cross_encoder import cross_encoder_figures
+    from program.judges.sources import domain_source, fit_judges, popqa_source
+    from program.judges.lm_questions import write_questions
+    from program.judges.synthetic_rows import document_source
+    from experiments.train_cross_encoder import cross_encoder_figures
     from program.app import resources
 
     embedder = resources.embedder()
@@ -198,7 +198,7 @@ def write_summary(summary: dict, out_dir: Path, meta: dict) -> Path:
 def main(argv: list[str] | None = None) -> int:
     from eval_sets.domains import DOMAINS
 
-    parser = argparse.ArgumentParser(prog="python -m optimize.transfer", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.transfer", description=__doc__.split("\n\n")[0])
     parser.add_argument("--domains", default=",".join([*DOMAINS, "popqa"]),
                         help="comma-separated domains to leave out one at a time (default: all and popqa)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="folder for summary.json")
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                              "time_cap": args.cross_encoder_seconds}
     summary = run_transfer(domains, args.questions, args.time_cap, args.cross_encoder, cross_encoder_options,
                            log=lambda m: print(f"[{time.perf_counter() - started:7.1f} s] {m}", file=sys.stderr))
-    meta = {"command": " ".join(["python -m optimize.transfer", *(argv if argv is not None else sys.argv[1:])]),
+    meta = {"command": " ".join(["python -m experiments.transfer", *(argv if argv is not None else sys.argv[1:])]),
             "judges": "trained (program.judges.LinearJudge), no LM judging",
             "questions_written_per_domain": args.questions,
             "cross_encoder": cross_encoder_options if args.cross_encoder else False,

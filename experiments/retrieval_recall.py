@@ -2,20 +2,20 @@
 
 Usage::
 
-    python -m optimize.retrieval_recall [--pgvector] [--rewrites reports/retrieval-recall/rewrites.jsonl]
+    python -m experiments.retrieval_recall [--pgvector] [--rewrites reports/retrieval-recall/rewrites.jsonl]
         [--rewrite-with-lm] [--popqa-train 200] [--out reports/retrieval-recall]
 
 No LM runs unless ``--rewrite-with-lm``. Rows: the labeled domains' queries (help centre,
 Kubernetes, handbook; ``eval_sets.domains.load_rows(name, "queries", split)``, those with
 ``relevant_chunk_ids``) of every split, and PopQA's train (the first ``--popqa-train``) and dev
 questions, a chunk relevant when it names the subject and states an answer
-(``optimize.judge_data``). Each knowledge base is the program's own faiss index of the domain
+(``program.judges.pairs``). Each knowledge base is the program's own faiss index of the domain
 (reused from the cache; its BM25 index is added on first use).
 
 1. For every row, the dense and the lexical ranking of its question (top 100 each), and the
    lexical ranking with feedback terms of the dense ranking's first chunks.
 2. The fusion's rank constant, lexical weight and depth are chosen on the train and dev rows
-   only (``optimize.recall_metrics.choose_fusion``: best mean over domains of hybrid recall@5).
+   only (``experiments.recall_metrics.choose_fusion``: best mean over domains of hybrid recall@5).
 3. recall@1/3/5/10 and MRR per domain, split and category, for dense, lexical, hybrid under
    the chosen fusion, and hybrid+feedback (the same with :data:`FEEDBACK_TERMS` feedback terms,
    ``program.retrieval.feedback``); test rows are reported, never used to choose.
@@ -40,7 +40,7 @@ import json
 import time
 from pathlib import Path
 
-from optimize import recall_metrics as rm
+from experiments import recall_metrics as rm
 from program.retrieval.feedback import FEEDBACK_CHUNKS
 from program.retrieval.fusion import FusionParams, rrf
 
@@ -63,7 +63,7 @@ def domain_rows(name: str) -> list[dict]:
 def popqa_rows(kb, train_limit: int) -> list[dict]:
     """PopQA train (first ``train_limit``) and dev questions with at least one relevant chunk of ``kb``."""
     from eval_sets.popqa import load_questions
-    from optimize.judge_data import names_subject, states_answer
+    from program.judges.pairs import names_subject, states_answer
 
     out = []
     for split, questions in (("train", load_questions(limit=train_limit, split="train")),
@@ -151,8 +151,8 @@ def write_rewrites_with_lm(rows: list[dict], kbs: dict, path: Path, cached: dict
 def pgvector_agreement(rows: list[dict], kbs: dict, fusions: list[FusionParams], pg_url: str | None) -> dict:
     """Per knowledge base and fusion (keyed ``feedback=<n>``), the share of its dev rows whose
     pgvector hybrid top 5 equals faiss's (``same_set``, ``same_order``), both searched with it."""
-    from optimize.pg_local import database, with_table
-    from optimize.recall_pgvector import StoredVectors
+    from experiments.pg_local import database, with_table
+    from experiments.recall_pgvector import StoredVectors
     from program.retrieval.postgres import PgVectorKnowledgeBase
 
     def share(pairs) -> float:
@@ -189,7 +189,7 @@ def markdown(groups: list[dict], modes: list[str], split: str) -> str:
 def collect(args) -> tuple[list[dict], dict]:
     """Every row with its dense and lexical rankings, and the knowledge bases by domain."""
     from eval_sets.domains import domain
-    from optimize.judge_data import chunk_key
+    from program.judges.pairs import chunk_key
     from program.app import resources
 
     rows, kbs = [], {}
@@ -205,7 +205,7 @@ def collect(args) -> tuple[list[dict], dict]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m optimize.retrieval_recall", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.retrieval_recall", description=__doc__.split("\n")[0])
     p.add_argument("--pgvector", action="store_true", help="also measure pgvector's agreement with faiss (dev rows)")
     p.add_argument("--pg-url", default=None, help="libpq URL of a server with pgvector (default: a throwaway one)")
     p.add_argument("--rewrites", type=Path, default=Path("reports/retrieval-recall/rewrites.jsonl"),
@@ -234,7 +234,7 @@ def main(argv=None) -> int:
         wanted = [r for r in rows if r["split"] in args.rewrite_splits.split(",")
                   and args.rewrite_category in (None, r["category"])]
         rewrites = write_rewrites_with_lm(wanted, kbs, args.rewrites, rewrites)
-    from optimize.judge_data import chunk_key
+    from program.judges.pairs import chunk_key
     for name, kb in kbs.items():
         add_rewrites([r for r in rows if r["domain"] == name], kb, chunk_key if name != "popqa" else (lambda i: i),
                      rewrites, fusion)
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
 def write_report(args, fusion, grid, groups, modes, agreement, seconds: float) -> None:
     """Print the tables and write ``summary.json`` and ``README.md`` into ``args.out``."""
     tables = {s: markdown(groups, modes, s) for s in ("train", "dev", "test")}
-    text = [f"# Retrieval recall\n\n`python -m optimize.retrieval_recall{' --pgvector' if agreement else ''}` "
+    text = [f"# Retrieval recall\n\n`python -m experiments.retrieval_recall{' --pgvector' if agreement else ''}` "
             f"({seconds:.0f} s, no LM). Fusion chosen on train and dev rows: {fusion.to_manifest()}.",
             "" if "hybrid+rewrite" in modes else "hybrid + rewrite: no cached rewrites; it needs an LM run "
             "(`--rewrite-with-lm`).", f"pgvector hybrid top 5 against faiss hybrid, dev rows: {agreement}"]

@@ -4,7 +4,7 @@ For sampled chunks the LM (``WriteQuestion``) writes a question a reader would a
 answer from the chunk. A question is kept when the chunk holds its answer (word for word, or, since
 the 1.5B model paraphrases, a strip holding half its content words) and the embedder ranks the chunk
 first for it ("filtered by whether the retriever returns the source passage"). The kept rows
-feed ``optimize.synthetic_rows.document_source`` beside the heading questions, and, with their
+feed ``program.judges.synthetic_rows.document_source`` beside the heading questions, and, with their
 answer, label strips the FILCO way (the strip holding the answer is relevant).
 
 Writing is time-boxed (``time_cap`` seconds) and cached per knowledge base in
@@ -26,6 +26,9 @@ from program.atomic import write_atomic
 from program.judges.store import corpus_key
 from program.lm.model_files import cache_root
 from program.retrieval.progress import progress_enabled
+from program.stages.refine import decompose
+from program.text import words
+from program.types import Passage
 from signatures import WriteQuestion
 
 MIN_WORDS = 30
@@ -38,9 +41,6 @@ def _normalise(text: str) -> str:
 def answer_sentence(chunk_text: str, answer: str) -> str | None:
     """The chunk's strip that holds ``answer``: the one containing it word for word, else the one
     holding at least half of its first 20 content words (a small LM paraphrases its answer), or None."""
-    from program.stages.refine import decompose
-    from program.text import words
-    from program.types import Passage
 
     strips = [s.text for s in decompose(Passage(id="chunk", text=chunk_text))]
     exact = [t for t in strips if _normalise(answer) in _normalise(t)]

@@ -1,10 +1,10 @@
 """Train the small judges, calibrate their thresholds on ``train``, report them on ``dev``.
 
-``python -m optimize.train_judges [--out compiled]`` runs this step alone; ``python -m
+``python -m program.judges.train [--out compiled]`` runs this step alone; ``python -m
 optimize.compile`` runs it before compiling the prompts. Seeded, from the repository alone:
 PopQA ``train`` questions and knowledge base, the adversarial set's ``train`` rows, and
 synthetic support pairs made from PopQA ``train`` documents, and claims made from PopQA
-``train`` questions' own strips (``optimize.judge_data``).
+``train`` questions' own strips (``program.judges.pairs``).
 
 Thresholds are calibrated on out-of-fold scores of the training rows (5 folds grouped by
 question), never on the rows a figure is reported on:
@@ -26,8 +26,13 @@ import time
 
 import numpy as np
 
-from optimize import judge_data as jd
-from program.judges import JudgeChoice, JudgeSet, LinearJudge
+from eval_sets import adversarial
+from eval_sets.adversarial import KB_DIR
+from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
+from program.app import resources
+from program.app.resources import web_backend
+from program.judges import JudgeChoice, JudgeSet, LinearJudge, save_judges
+from program.judges import pairs as jd
 from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
 from program.judges.store import corpus_key
 
@@ -61,7 +66,8 @@ def out_of_fold(name, names, pairs: jd.Pairs, folds: int = 5, c=1.0, weights: np
 
 
 def auc(labels, scores) -> float:
-    from sklearn.metrics import roc_auc_score
+    """ROC AUC of ``scores`` (floats) against ``labels`` (0/1), 4 digits; NaN with one class only."""
+    from sklearn.metrics import roc_auc_score  # why: sklearn loads only when a figure is measured
 
     return round(float(roc_auc_score(labels, scores)), 4) if len(set(labels)) == 2 else float("nan")
 
@@ -216,11 +222,7 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
             PopQA offline web snapshot (``program.app.resources.web_backend("snapshot")``).
     """
     if web is None:
-        from program.app.resources import web_backend
-
         web = web_backend("snapshot")
-    from eval_sets import adversarial
-    from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
 
     started = time.perf_counter()
 
@@ -366,12 +368,9 @@ def _confusion(expected: dict, predicted: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optimize.train_judges", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m program.judges.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=None, help="folder to save judges.json into (default: only print)")
     args = parser.parse_args(argv)
-    from eval_sets.adversarial import KB_DIR
-    from program.app import resources
-    from program.judges import save_judges
 
     judges = train_judges(resources.knowledge_base(), resources.knowledge_base(KB_DIR), resources.embedder())
     print(json.dumps({"thresholds": judges.thresholds, "figures": judges.figures}, indent=2))

@@ -27,7 +27,7 @@ import numpy as np
 from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
 from program.judges.store import judged_text, strip_inputs
 from program.stages.refine import decompose
-from program.stages.selfcheck import VERDICT_VALUE, lexical_support
+from program.stages.selfcheck import VERDICT_VALUE, lexical_support, without_asked_entity
 from program.text import names, words
 from program.types import Passage
 
@@ -338,7 +338,6 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
     (labeled as in ``popqa_strip_pairs``), the evidence is that strip with its neighbours, as
     the recomposed strips show it. The claims (``CLAIM_TEMPLATES``, subject by full name or
     surname, then ``program.stages.selfcheck.without_asked_entity`` as the self-check applies it):
-
     * the gold answer as the evidence spells it: supported (``fully``);
     * the answer of another question with the same relation, absent from the evidence:
       not supported (``no``; MiniCheck's entity swap, on realistic claims);
@@ -352,7 +351,6 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
     Returns:
         rows ``{"id": question id, "question", "claim", "evidence", "support": "fully" | "no"}``.
     """
-    from program.stages.selfcheck import without_asked_entity
 
     rng = random.Random(seed)
     by_relation: dict[str, list[str]] = {}

@@ -3,7 +3,7 @@ search in both backends.
 
 Usage::
 
-    python -m optimize.bench_retrieval [--sizes 10000,100000] [--types flat,hnsw,pgvector] [--queries 200]
+    python -m experiments.bench_retrieval [--sizes 10000,100000] [--types flat,hnsw,pgvector] [--queries 200]
         [--k 10] [--embed-max 3000] [--seed 0] [--m 32] [--ef-construction 40] [--ef-search 64]
         [--pg-m 16] [--pg-ef-construction 64] [--pg-ef-search 100] [--pg-url postgresql://...]
         [--threads N] [--out results/bench-retrieval]
@@ -95,7 +95,7 @@ import faiss
 import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
-from optimize.pg_local import database
+from experiments.pg_local import database
 from program.retrieval.chunking import Chunk, chunk_document, split_sentences
 from program.retrieval.corpus import load_documents
 from program.retrieval.embedding import Embedder
@@ -277,7 +277,7 @@ def build_hybrid(kind: str, chunks: list[Chunk], vecs: np.ndarray, spec: IndexSp
     ``hybrid``, ``hnsw-hybrid``: the faiss index (flat, or HNSW of ``spec``) and the BM25 index of
     the chunks' embedded text (``LexicalIndex.build``, as ``KnowledgeBase.build`` makes it), in a
     :class:`KnowledgeBase`. ``pg-hybrid``: the pgvector table with its BM25 postings and
-    lexicon, written by :func:`optimize.bench_pgvector.build_pgvector`.
+    lexicon, written by :func:`experiments.bench_pgvector.build_pgvector`.
 
     Returns:
         ``(knowledge base, add seconds, lexical seconds)``: add seconds count everything but the
@@ -286,8 +286,8 @@ def build_hybrid(kind: str, chunks: list[Chunk], vecs: np.ndarray, spec: IndexSp
         lexicon count, the postings being written while publishing).
     """
     if kind == "pg-hybrid":
-        from optimize.bench_pgvector import build_pgvector
-        from optimize.pg_local import with_table
+        from experiments.bench_pgvector import build_pgvector
+        from experiments.pg_local import with_table
 
         index, add_s = build_pgvector(with_table(args.pg_base, f"bench_{len(chunks)}_seed{args.seed}_hybrid"),
                                       chunks, vecs, handed, args.pg_hnsw)
@@ -331,8 +331,8 @@ def bench_dense(kind: str, n: int, vecs: np.ndarray, spec: IndexSpec, embedder: 
         ``(add seconds, ms with embedding, ms, top-k ids)``, as :func:`time_queries` gives them.
     """
     if kind == "pgvector":
-        from optimize.bench_pgvector import build_pgvector
-        from optimize.pg_local import with_table
+        from experiments.bench_pgvector import build_pgvector
+        from experiments.pg_local import with_table
 
         index, add_s = build_pgvector(with_table(args.pg_base, f"bench_{n}_seed{args.seed}"),
                                       synthetic_chunks(n, args.seed), vecs, embedder, args.pg_hnsw)
@@ -414,7 +414,7 @@ def machine() -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m optimize.bench_retrieval", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.bench_retrieval", description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (chunks)")
     p.add_argument("--types", default="flat,hnsw,pgvector",
                    help=f"comma-separated index types: {', '.join(TYPES)}")

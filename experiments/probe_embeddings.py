@@ -1,12 +1,12 @@
 """Do the embedder's vectors carry a judgment to a domain whose labels were left out?
 
-``python -m optimize.probe_embeddings [--out reports/embedding-probe]``
+``python -m experiments.probe_embeddings [--out reports/embedding-probe]``
 
 The trained judges read cheap signals (``program.judges.features``): cosine, name coverage, word
 overlap, hashed answer-type word pairs. On the documentation domains, left out, they are near
-chance (``optimize.transfer``). A judge "that reads meaning" could read the all-MiniLM-L6-v2
+chance (``experiments.transfer``). A judge "that reads meaning" could read the all-MiniLM-L6-v2
 vectors themselves. This probe fits a logistic regression on four feature sets, for each labeled
-domain three ways (its labels out; out plus its documents' own rows, ``optimize.synthetic_rows``;
+domain three ways (its labels out; out plus its documents' own rows, ``program.judges.synthetic_rows``;
 in), and reports ROC AUC on its measured rows (the transfer run's rows: test queries' top-5 chunks;
 strip and support rows of the test split where the domain has them, else dev):
 
@@ -42,7 +42,7 @@ JUDGMENTS = ("passage", "strip", "support")
 
 def _with_text(pairs):
     """The rows of ``pairs`` that hold their texts (labeled grading rows do not)."""
-    from optimize.judge_data import Pairs
+    from program.judges.pairs import Pairs
 
     out = Pairs(cues=None)
     for i, t in enumerate(pairs.texts):
@@ -91,8 +91,8 @@ def collect(log=print) -> dict:
     its documents' rows (``<name>:docs``) and its measured rows (``<name>:measured``)."""
     from eval_sets.domains import DOMAINS, load_rows
     from eval_sets.popqa import load_questions
-    from optimize import judge_data as jd
-    from optimize.synthetic_rows import document_source
+    from program.judges import pairs as jd
+    from program.judges.synthetic_rows import document_source
     from program.app import resources
 
     embedder = resources.embedder()
@@ -120,7 +120,7 @@ def probe(data: dict, embedder, log=print) -> dict:
     from sklearn.preprocessing import StandardScaler
 
     from eval_sets.domains import DOMAINS
-    from optimize.train_judges import auc
+    from program.judges.train import auc
 
     vectors = _Vectors(embedder)
     feats = {src: {j: features(p, vectors, j) for j, p in judged.items() if len(p)} for src, judged in data.items()}
@@ -148,7 +148,7 @@ def probe(data: dict, embedder, log=print) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optimize.probe_embeddings", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.probe_embeddings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="reports/embedding-probe", help="folder for summary.json")
     args = parser.parse_args(argv)
     from program.app import resources

@@ -7,7 +7,7 @@ MiniCheck (Tang et al. 2024, §3) makes support rows from a corpus's sentences b
 
 This module builds those rows for any knowledge base from its *free* questions, a section's heading
 ("Container restart policy", "How long refunds take") asked of the whole knowledge base, and from the
-questions the LM wrote for its chunks (``optimize.lm_questions``), whose answers label strips.
+questions the LM wrote for its chunks (``program.judges.lm_questions``), whose answers label strips.
 
 * passage rows: each kept heading question against its top-8 chunks: its source chunk relevant,
   other documents' chunks and every chunk ranked 5 or lower not relevant (the source document's
@@ -26,8 +26,8 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from optimize import judge_data as jd
-from optimize.judge_sources import SourcePairs
+from program.judges import pairs as jd
+from program.judges.sources import SourcePairs
 from program.judges.store import judged_text
 from program.stages.refine import decompose
 from program.types import Passage
@@ -82,7 +82,7 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
         kb: a ``program.retrieval.KnowledgeBase`` (its ``chunks`` are read, its index searched).
         embedder: the all-MiniLM-L6-v2 embedder.
         max_questions: heading questions asked at most.
-        written: rows of ``optimize.lm_questions.write_questions`` (the kept ones are asked too,
+        written: rows of ``program.judges.lm_questions.write_questions`` (the kept ones are asked too,
             their answers labeling strips), or None.
 
     Raises:

@@ -8,8 +8,8 @@ LM calls (five) and the rest is the service. With ``--model embedded-1.5b`` (or
 ``embedded-0.5b``) it serves the embedded model with the committed compile on the PopQA
 knowledge base and asks PopQA dev questions instead.
 
-    python -m optimize.bench_service                                   # fake LM, 50 ms a call, 1/4/16 clients
-    python -m optimize.bench_service --model embedded-1.5b --clients 1,4 --requests 8
+    python -m experiments.bench_service                                   # fake LM, 50 ms a call, 1/4/16 clients
+    python -m experiments.bench_service --model embedded-1.5b --clients 1,4 --requests 8
 
 The service runs with ``--no-cache``: every LM call is made. Each client sends ``POST /ask``
 requests one after another; a level ends when ``--requests``
@@ -71,7 +71,7 @@ def run_level(base: str, clients: int, questions: list[str], timeout: float) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optimize.bench_service", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_service", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="embedded-1.5b or embedded-0.5b; default: the served fake LM")
     parser.add_argument("--delay", type=float, default=0.05, help="the fake LM's seconds per call (default 0.05)")
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients per level (default 1,4,16)")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m optimize.recall_pgvector [--questions 100] [--k 3] [--ef-search 10,20,40,100]
+    python -m experiments.recall_pgvector [--questions 100] [--k 3] [--ef-search 10,20,40,100]
         [--m 16] [--ef-construction 64] [--pg-url postgresql://...] [--out results/recall-pgvector]
 
 Indexes the PopQA knowledge base (``eval_sets/popqa/knowledge_base.jsonl``) both ways: the
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
-from optimize.pg_local import database, with_table
+from experiments.pg_local import database, with_table
 from program.app import resources
 from program.retrieval.index import embed_text
 
@@ -61,7 +61,7 @@ def overlap(found: list[list[str]], truth: list[list[str]]) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m optimize.recall_pgvector", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.recall_pgvector", description=__doc__.split("\n")[0])
     p.add_argument("--questions", type=int, default=100)
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--ef-search", default="10,20,40,100", help="comma-separated hnsw.ef_search values")

@@ -1,9 +1,9 @@
 """The judges adapted to one knowledge base from its own documents, with no hand labels (ARES §3).
 
 ``python -m optimize.compile --kb PATH_OR_URL`` and ``python -m program index PATH`` call
-:func:`adapt_judges`. It fits the passage, strip and support judges (``optimize.judge_sources.fit_judges``)
+:func:`adapt_judges`. It fits the passage, strip and support judges (``program.judges.sources.fit_judges``)
 on the labeled sources (PopQA's train split and each labeled domain's, ``eval_sets.domains``) plus
-the rows the knowledge base gives of itself (``optimize.synthetic_rows.document_source``: heading
+the rows the knowledge base gives of itself (``program.judges.synthetic_rows.document_source``: heading
 questions and, with ``questions``, questions the LM writes for sampled chunks, kept when retrieval
 ranks their source chunk first; "not covered" twins; FILCO strips; MiniCheck support rows), and
 calibrates the evaluator's thresholds on that knowledge base's own synthetic questions. The judges
@@ -32,17 +32,24 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from eval_sets import popqa
+from eval_sets.domains import DOMAINS
+from program.app import resources
 from program.atomic import write_atomic
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.lm_questions import write_questions
+from program.judges.sources import domain_source, fit_judges, popqa_source
 from program.judges.store import corpus_key
+from program.judges.synthetic_rows import document_source, heading_questions
 from program.lm.model_files import cache_root
+from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 from program.retrieval.progress import progress_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
 # the code that turns documents and labels into adapted judges: a change re-adapts
-ADAPT_CODE = ["optimize/adapt.py", "optimize/synthetic_rows.py", "optimize/judge_sources.py",
-              "optimize/judge_data.py", "optimize/train_judges.py", "optimize/lm_questions.py"]
+ADAPT_CODE = ["program/judges/adapt.py", "program/judges/synthetic_rows.py", "program/judges/sources.py",
+              "program/judges/pairs.py", "program/judges/train.py", "program/judges/lm_questions.py"]
 # modules of program/judges/ that use adapted judges and make no pairs: a change keeps the cached pairs
 JUDGE_USERS = ("operating_point.py", "reader_demo.py")
 DEFAULT_QUESTIONS = 0
@@ -70,11 +77,10 @@ def questions_to_write(kb, questions: int | None, time_cap: float | None) -> tup
     """How many questions the LM writes for ``kb`` and in how many seconds, and a note saying why.
 
     ``questions=None`` (the default of ``program index``) is 0 when the documents give at least
-    ``MIN_HEADING_QUESTIONS`` heading questions (``optimize.synthetic_rows.heading_questions``),
+    ``MIN_HEADING_QUESTIONS`` heading questions (``program.judges.synthetic_rows.heading_questions``),
     else ``AUTO_QUESTIONS`` within ``AUTO_TIME_CAP`` seconds (or ``time_cap`` when given); a
     number is kept as given. Returns ``(questions, time_cap, note or None)``.
     """
-    from optimize.synthetic_rows import heading_questions
 
     cap = DEFAULT_TIME_CAP if time_cap is None else time_cap
     if questions is not None:
@@ -126,7 +132,6 @@ def _hash_files(paths, digest) -> None:
 
 def labeled_files(leave_out) -> list[Path]:
     """The labeled files the sources read: each kept domain's JSONL rows and documents."""
-    from eval_sets.domains import DOMAINS
 
     files = []
     for name, d in sorted(DOMAINS.items()):
@@ -140,7 +145,6 @@ def labeled_files(leave_out) -> list[Path]:
 def sources_stamp(leave_out) -> str:
     """sha256 (16 hex digits) of what the labeled sources' pairs are made of: PopQA's files, the
     kept domains' files and the code; equal stamps give the same pairs."""
-    from eval_sets import popqa
 
     digest = hashlib.sha256(json.dumps(sorted(leave_out)).encode())
     _hash_files([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
@@ -158,11 +162,8 @@ def adapt_stamp(kb, leave_out, questions: int, seed: int) -> str:
 
 
 def labeled_sources(leave_out, embedder, log=print) -> list:
-    """PopQA's and the kept labeled domains' training pairs (``optimize.judge_sources``), read from
+    """PopQA's and the kept labeled domains' training pairs (``program.judges.sources``), read from
     ``<cache>/judge-sources/<stamp>.pkl`` when built before, else built (minutes) and cached."""
-    from eval_sets.domains import DOMAINS
-    from optimize.judge_sources import domain_source, popqa_source
-    from program.app import resources
 
     path = cache_root() / "judge-sources" / f"{sources_stamp(leave_out)}.pkl"
     if path.exists():
@@ -241,17 +242,11 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     if saved is not None and saved.adapted.get("stamp") == stamp:
         return AdaptResult(saved, folder / "judges.json", True, time.perf_counter() - started)
 
-    from optimize.judge_sources import fit_judges
-    from optimize.synthetic_rows import document_source
-    from program.app import resources
-
     embedder = embedder or resources.embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
     bar, step = _step_bar(progress)
     written = None
     if questions:
-        from optimize.lm_questions import write_questions
-
         written = write_questions(kb, questions, time_cap, seed=seed, log=log)
     step("written questions")
     # its own rows before the labeled sources: a knowledge base that gives none fails in seconds
@@ -268,14 +263,9 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     return AdaptResult(judges, path, False, time.perf_counter() - started)
 
 
-
-
 def main_for_kb(args, parser) -> int:
     """``python -m optimize.compile --kb PATH_OR_URL [--leave-out NAMES] [--questions N] [--time-cap S]``:
     adapt and save; 0, or 2 with one line naming the problem."""
-    from eval_sets.domains import DOMAINS
-    from program.app import resources
-    from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 
     leave_out = [n.strip() for n in (args.leave_out or "").split(",") if n.strip()]
     if unknown := sorted(set(leave_out) - set(DOMAINS)):
@@ -305,6 +295,7 @@ def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: in
     if note:
         print(f"note: {name}: {note}", file=sys.stderr)
     if questions:
+        # lazy on purpose: the LM loads only when questions are written
         import dspy
 
         from program.lm.configure import configure_lm

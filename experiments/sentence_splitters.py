@@ -17,7 +17,7 @@ looks like, counted the same way for every splitter:
 
 Usage::
 
-    python -m optimize.sentence_splitters [--popqa N] [--out reports/sentence-splitters/summary.json]
+    python -m experiments.sentence_splitters [--popqa N] [--out reports/sentence-splitters/summary.json]
 
 Needs ``pip install pysbd sentencex syntok`` (those not installed are skipped, and say so).
 """
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {cells} | {kept} | {sum(r['seconds'] for r in by_kb.values()):.1f} |")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps({"command": "python -m optimize.sentence_splitters", "paragraphs": {kb: len(p) for kb, p in texts.items()},
+    write_atomic(out, json.dumps({"command": "python -m experiments.sentence_splitters", "paragraphs": {kb: len(p) for kb, p in texts.items()},
                                   "splitters": table}, indent=1).encode())
     return 0
 

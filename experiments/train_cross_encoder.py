@@ -1,6 +1,6 @@
 """Fine-tune the MiniLM cross-encoder as a passage judge, and measure it the transfer run's way.
 
-The training rows are the passage pairs of ``optimize.judge_sources`` sources that carry their text
+The training rows are the passage pairs of ``program.judges.sources`` sources that carry their text
 (PopQA ``train``, the labeled domains' ``train`` queries, a knowledge base's own document rows):
 every non-PopQA row, then PopQA rows sampled up to ``max_pairs``, so that the encyclopedia does not
 drown the domains. The evaluator's thresholds for the measured knowledge base are calibrated on the
@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from optimize import judge_data as jd
-from optimize import train_judges as tj
+from program.judges import pairs as jd
+from program.judges import train as tj
 from program.judges.cross_encoder import CrossEncoderJudge
 
 
@@ -43,9 +43,9 @@ def cross_encoder_figures(sources, document_rows, name: str, kb, embedder, max_p
     """Train the cross-encoder on ``sources`` (labels out, plus ``document_rows``: the measured
     knowledge base's own rows), calibrate ``lower`` / ``upper`` on its scores of ``document_rows``'
     questions, and return ``action_accuracy`` and ``passage_auc`` on domain ``name``'s test queries
-    (as ``optimize.transfer.measure_domain`` computes them), with the training rows, steps and seconds.
+    (as ``experiments.transfer.measure_domain`` computes them), with the training rows, steps and seconds.
     Training stops after ``epochs`` passes over the pairs or ``time_cap`` seconds, whichever comes first.
-    ``strips`` (``judge_data.Pairs`` of (question, strip) texts, optional): also the ``strip_auc`` of the
+    ``strips`` (``program.judges.pairs.Pairs`` of (question, strip) texts, optional): also the ``strip_auc`` of the
     same judge reading strips, which it was not trained on."""
     from eval_sets.domains import load_rows
 

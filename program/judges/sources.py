@@ -1,6 +1,6 @@
 """Labeled pairs of every source the judges can learn from, built once and combined at will.
 
-The transfer run (``optimize.transfer``) trains the judges several times, each time with one
+The transfer run (``experiments.transfer``) trains the judges several times, each time with one
 domain's labels left out. Building the pairs (retrieval, strips, embeddings) is the slow part, so
 each source's pairs are built once, here, and :func:`fit_judges` combines any subset of them.
 
@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimize import judge_data as jd
-from optimize import train_judges as tj
+from eval_sets.domains import load_rows
+from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
 from program.judges import JudgeChoice, JudgeSet
+from program.judges import pairs as jd
+from program.judges import train as tj
 from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
 from program.judges.model import LinearJudge
 from program.judges.store import corpus_key
@@ -42,7 +44,7 @@ class SourcePairs:
             (hand-labeled rows weigh more; rows a knowledge base gives of itself weigh 1).
         counts: for rows a knowledge base gives of itself, ``asked`` and ``kept`` questions.
         corpus: its knowledge base's ``corpus_key``, set when the pairs are kept without the
-            knowledge base (``kb`` None: pairs read back from the cache of ``optimize.adapt``).
+            knowledge base (``kb`` None: pairs read back from the cache of ``program.judges.adapt``).
     """
 
     name: str
@@ -68,7 +70,6 @@ class SourcePairs:
 
 def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:
     """PopQA's training pairs (``train`` questions only), as ``train_judges`` builds them."""
-    from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
 
     train_q = load_questions(split="train")
     log(f"popqa: passage pairs of {len(train_q)} train questions")
@@ -87,7 +88,6 @@ def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:
 
 def domain_source(name: str, kb, embedder, split: str = "train") -> SourcePairs:
     """A labeled domain's pairs from ``split`` (``train`` to learn from)."""
-    from eval_sets.domains import load_rows
 
     queries = load_rows(name, "queries", split)
     passage = jd.adversarial_passage_pairs(load_rows(name, "grading", split), queries, kb, embedder)
@@ -175,7 +175,6 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     """Train and calibrate the passage, strip and support judges on ``sources``.
 
     Thresholds (CRAG §4.3-4.4), each on out-of-fold scores of the training rows:
-
     * per knowledge base (``thresholds_by_corpus``): ``lower`` / ``upper`` for the best action
       accuracy on that source's training queries (PopQA's ``lower`` keeps 95 % of its relevant
       passages, as in ``train_judges``);
