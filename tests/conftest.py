@@ -6,10 +6,12 @@ import os
 import re
 
 import dspy
+import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from program.retrieval.embedding import Embedder  # noqa: E402
 from program.types import Passage  # noqa: E402
 from signatures import (  # noqa: E402
     AnswerClosedBook,
@@ -28,6 +30,25 @@ from signatures import (  # noqa: E402
 from tests.fake_lm import FakeLM, parse_list  # noqa: E402
 
 FOUNDING = "Acme Rockets was founded by Jane Roe in 1999."
+
+_encode = Embedder.encode
+_vectors: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _encode_each_text_once(self, texts):
+    """``Embedder.encode`` with each distinct text embedded once per test process: the suite
+    indexes and adapts to the same handbook documents in many tests, and MiniLM on one core was
+    most of its time. Every vector still comes from the real model."""
+    if isinstance(texts, str) or not texts:
+        return _encode(self, texts)
+    texts, model = list(texts), str(self.model_path)
+    missing = [t for t in dict.fromkeys(texts) if (model, t) not in _vectors]
+    if missing:
+        _vectors.update(((model, t), v) for t, v in zip(missing, _encode(self, missing)))
+    return np.stack([_vectors[(model, t)] for t in texts])
+
+
+Embedder.encode = _encode_each_text_once
 
 
 class ListKnowledgeBase:
