@@ -124,6 +124,8 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
     ({"question": Q, "colour": "blue"}, 422, "colour: unknown option"),
     ({"question": Q, "web": "tavily"}, 422, "web: Input should be 'none'"),  # not the server's backend
     ({}, 422, "question: Field required"),
+    # the bug: an option named with a newline made a two-line error (schemathesis found it)
+    ({"\n": 1}, 422, "question: Field required; \\n: unknown option"),
 ])
 @pytest.mark.parametrize("path", ["/ask", "/ask/stream"])
 def test_bad_requests_get_a_clear_4xx(service, path, body, status, message):

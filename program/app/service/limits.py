@@ -62,6 +62,8 @@ class BodyLimits:
 
 
 def _one_line(error: dict) -> str:
+    """One problem of a 422 as ``"<field>: <message>"`` on one line: a control character in a
+    client's field name or value is written escaped (``\\n``)."""
     where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
     cause = (error.get("ctx") or {}).get("error")
     message = str(cause) if cause is not None else error.get("msg", "invalid")
@@ -69,7 +71,8 @@ def _one_line(error: dict) -> str:
         message = "unknown option"
     if error.get("type") == "json_invalid":
         return "the body is not valid JSON"
-    return f"{where}: {message}"
+    line = f"{where}: {message}"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
 
 def install_error_handlers(app: FastAPI) -> None:
