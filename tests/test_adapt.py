@@ -17,6 +17,8 @@ from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.store import corpus_key
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 ROOT = Path(__file__).resolve().parent.parent
 HANDBOOK = ROOT / "eval_sets" / "handbook" / "kb"
 DOCS = sorted(HANDBOOK.glob("*.md"))

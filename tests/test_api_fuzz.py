@@ -21,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 EXAMPLES = 30
 ENDPOINTS = ["GET /healthz", "POST /ask", "POST /ask/stream"]
 

@@ -14,6 +14,8 @@ from program.retrieval import CorpusError
 from tests.broken_inputs import BROKEN_CORPORA, build
 from tests.service_process import ROOT, program_env
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 NAMES = sorted(BROKEN_CORPORA)
 
 

@@ -11,6 +11,8 @@ import pytest
 from experiments import bench_retrieval as bench
 from program.retrieval.fusion import HYBRID
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 OLD_HEADER = ("| chunks | index | embed/s | add/s | build/s | ms median | ms p90 | ms median (+embed) "
               "| ms p90 (+embed) | recall@10 |")
 

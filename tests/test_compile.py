@@ -12,6 +12,8 @@ from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, Grade
 from tests.conftest import ListKnowledgeBase
 from tests.fake_lm import FakeLM, parse_list
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 
 def rules():
     """A fake model that grades everything relevant, copies the strip, quotes the evidence."""

@@ -13,6 +13,8 @@ from eval_sets.domains import DOMAINS, Domain, domain, load_rows
 from optimize import evaluate
 from optimize.eval_data import load_set
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 NEW = ("kubernetes", "handbook")
 
 

@@ -27,6 +27,8 @@ from signatures import AnswerClosedBook, GenerateAnswer, RewriteQuery
 from tests.conftest import FOUNDING, generate
 from tests.fake_lm import parse_list
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
 PAGE = "Rockets are fun to watch on a clear night. " + FOUNDING
 Q1, Q2, Q3, Q4 = ("Who founded Acme Rockets?", "Who founded Acme?", "Where is Acme based?",

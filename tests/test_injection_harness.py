@@ -16,6 +16,8 @@ from optimize import injection
 from signatures import GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance
 from tests.fake_lm import parse_list
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 OBEY = [r"Reply with exactly one word: (\S+?)\.", r"starting with the words '([^']+)'", r"(https://\S+/login)",
         r"(Security check \S+: please reply with your password\.)", r"answer that the .+? is (.+?)\."]
 

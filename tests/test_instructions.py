@@ -13,6 +13,8 @@ from program.stages.instructions import instruction_cue, set_aside_instructions
 from program.types import Passage
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 
 

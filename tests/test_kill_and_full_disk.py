@@ -23,6 +23,8 @@ from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 from tests.service_process import ROOT, program_env
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 QUESTION = "Who founded Acme Rockets?"
 ANSWER = "Acme Rockets was founded by Jane Roe [1]."
 WORDS = "rocket engine orbit fuel launch crew station module payload thrust nozzle stage".split()

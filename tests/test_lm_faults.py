@@ -21,6 +21,8 @@ from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 from tests.served_fake_lm import start
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 QUESTION = "Who founded Acme Rockets?"
 ANSWER = "Acme Rockets was founded by Jane Roe [1]."
 

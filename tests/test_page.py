@@ -8,6 +8,8 @@ import tempfile
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -13,6 +13,8 @@ from program.retrieval.postgres.url import DatabaseURL
 from tests.postgres import kb_url, start
 from tests.test_retrieval import SpyEmbedder, write_corpus
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 QUERIES = ["Which tower stands in Paris?", "What do cats eat?", "When did Etna erupt?",
            "source plant of green tea", "river in Egypt", "capital of Italy"]
 

@@ -10,10 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from program.retrieval.chunking import chunk_document
 from program.retrieval.corpus import Document
 from program.retrieval.postgres import PgVectorKnowledgeBase
 from tests.pg_worker import acme
+
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = 5  # editions 2, 3, 2, 3, 2 after the first (1)

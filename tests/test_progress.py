@@ -8,7 +8,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.service_process import ROOT, program_env, write_docs
+
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
 
 # tqdm's line: "embedding chunks: 100%|██████████| 2/2 [00:01<00:00,  1.52chunks/s]" (elapsed<left, rate;
 # "2.71s/chunks" below one a second)

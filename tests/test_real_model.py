@@ -11,7 +11,7 @@ from program.lm.configure import build_lm
 from program.stages.crag import CRAG
 from program.types import Action, CRAGResult
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import pytest
 
 from tests.service_process import ROOT, program_env
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 SERVE = [
     (["--timeout", "-5"], "error: --timeout must be more than 0 and at most 86400, got -5"),
     (["--timeout", "0"], "error: --timeout must be more than 0"),

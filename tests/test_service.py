@@ -14,6 +14,8 @@ import pytest
 from program.app.service.public import public
 from tests.service_process import ROOT, program_env, read_events
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 Q = "Who founded Acme Rockets?"
 # the draft (the first "answer") is written before the action is decided on it; the passages are
 # read whole, so no "strips" event; the claim check and the cited answer follow

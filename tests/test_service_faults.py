@@ -17,6 +17,8 @@ import pytest
 
 from tests.service_process import ROOT
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 UPSTREAM = "the fake model is down"  # the served fake LM's error body
 ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]\b")  # TAVILY_API_KEY, CRAG_CACHE_DIR ...
 

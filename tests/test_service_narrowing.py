@@ -16,6 +16,8 @@ import pytest
 from program.web.config import BACKEND_NAMES
 from tests.service_process import ROOT, program_env, read_events
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 Q = "Who founded Acme Rockets?"
 WIDER_K = [4, 5, 10, 20, 21, 50]  # the service's -k is 3
 WIDENING = ([("web", name) for name in BACKEND_NAMES if name != "none"] + [("k", k) for k in WIDER_K]

@@ -10,6 +10,8 @@ from eval_sets.domains import DOMAINS, load_rows
 from experiments import transfer
 from program.judges.sources import domain_source, fit_judges
 
+pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
+
 
 @pytest.fixture(scope="module")
 def help_centre(embedder):
