@@ -111,7 +111,7 @@ def test_load_compiled_picks_the_adapted_judges_for_their_knowledge_base_only(kb
     assert report["adapted"] and report["calibrated_here"] and report["corpus"] == corpus_key(kbs[0])
     assert report["judgments"] == {"passage": "trained", "strip": "trained", "support": "trained",
                                    "usefulness": "trained"}
-    assert (own.lower, own.upper) == tuple(own.judges.thresholds_by_corpus[corpus_key(kbs[0])][k]
+    assert (own.settings.lower, own.settings.upper) == tuple(own.judges.thresholds_by_corpus[corpus_key(kbs[0])][k]
                                            for k in ("lower", "upper"))
     result = own(question="How do I request advanced sick leave?")
     assert result.trace.judges == report

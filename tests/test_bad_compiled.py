@@ -206,7 +206,7 @@ def test_a_save_killed_between_its_two_renames_is_completed_by_the_next_load(tmp
     (folder / "manifest.json.new").write_text((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(old_manifest)
     loaded = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
-    assert (loaded.lower, loaded.upper) == (0.1, 0.7) and len(loaded.generator.generate.demos) == 1
+    assert (loaded.settings.lower, loaded.settings.upper) == (0.1, 0.7) and len(loaded.generator.generate.demos) == 1
     assert not (folder / "manifest.json.new").exists() and json.loads((folder / "manifest.json").read_text())["lm"] == "second"
 
 

@@ -27,10 +27,10 @@ def crag(texts=(FOUNDING,), web=None, **caps):
 def test_caps_given_at_construction_reach_every_part():
     caps = QuestionCaps(web_pages=1, strips=2, claims=3, seconds=9.0)
     program = crag(web_pages=1, strips=2, claims=3, seconds=9.0)
-    assert (program.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
+    assert (program.settings.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
            (caps, 1, 2, 3)
     default = CRAG(ListKnowledgeBase([FOUNDING]), web_k=3)
-    assert default.caps is None and (default.web_searcher.k, default.refiner.max_strips, default.checker.max_claims) == (3, 4, 8)
+    assert default.settings.caps is None and (default.web_searcher.k, default.refiner.max_strips, default.checker.max_claims) == (3, 4, 8)
 
 
 def test_the_caps_come_from_the_environment_and_refuse_bad_values(monkeypatch):

@@ -86,7 +86,7 @@ def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
     assert 0 < t["lower"] <= t["upper"] <= 1
     assert manifest["lm"] == "fake/rules" and manifest["dspy_version"].startswith("3.4")
     program = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([]), web=None, embedder=None)
-    assert (program.upper, program.lower) == (t["upper"], t["lower"])
+    assert (program.settings.upper, program.settings.lower) == (t["upper"], t["lower"])
 
 
 def test_rewrite_demos_are_bootstrapped_not_raw_labels(tmp_path, fake_compile):

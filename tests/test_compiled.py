@@ -25,7 +25,7 @@ def test_round_trip_keeps_demos_and_thresholds(tmp_path, fake_lm):
     assert not list(tmp_path.glob("*.tmp*"))  # written under a temporary name, then renamed
 
     loaded = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
-    assert (loaded.upper, loaded.lower) == (0.9, 0.5)
+    assert (loaded.settings.upper, loaded.settings.lower) == (0.9, 0.5)
     assert loaded.evaluator.grade.demos[0]["passage"] == "Dune is a novel by Frank Herbert."
     assert loaded(question="Who founded Acme Rockets?").answer.startswith("Acme Rockets was founded by Jane Roe")
 
@@ -48,7 +48,7 @@ def test_the_program_is_built_with_everything_and_loaded_without_copying_it(tmp_
     loaded = load_compiled(tmp_path, knowledge_base=kb, web=web, embedder=None, caps=QuestionCaps(strips=2))
     assert loaded.knowledge_base is kb and loaded.web_searcher.backend is web
     assert loaded.judges is not None and loaded.refiner.judges is loaded.judges is loaded.checker.judges
-    assert (loaded.caps.strips, loaded.refiner.max_strips) == (2, 2)
+    assert (loaded.settings.caps.strips, loaded.refiner.max_strips) == (2, 2)
     assert [d["answer"] for d in loaded.generator.generate.demos] == ["a"]
 
 
@@ -113,20 +113,20 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     kb = ListKnowledgeBase([FOUNDING])
     kb.manifest = {"files": {"acme.md": "c0ffee"}}
     plain = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
-    assert (plain.confidence.weights, plain.confidence.bias, plain.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
+    assert (plain.confidence.weights, plain.confidence.bias, plain.settings.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
 
     model = {"weights": {"question_coverage": 10.0}, "bias": -9.0, "source": "test rows"}
     (tmp_path / "confidence.json").write_text(json.dumps({"model": model, "accept": 0.3}))
     loaded = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
-    assert loaded.confidence.to_dict() == model and loaded.accept == 0.3
+    assert loaded.confidence.to_dict() == model and loaded.settings.accept == 0.3
     result = loaded(question="Who founded Acme Rockets?")
     assert result.confidence == 0.7311  # sigmoid(10 * 1.0 - 9): the cited passage holds the whole question
 
     point = tmp_path / "adapted" / corpus_key(kb) / OPERATING_POINT_FILE
     point.parent.mkdir(parents=True)
     point.write_text(json.dumps({"accept": 0.8}))
-    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None).accept == 0.8
-    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None, accept=0.1).accept == 0.1
+    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None).settings.accept == 0.8
+    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None, accept=0.1).settings.accept == 0.1
     # at 0.8 the same answer (0.73) is declined
     declined = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)(question="Who founded Acme Rockets?")
     assert declined.fallback and declined.declined == "Acme Rockets was founded by Jane Roe [1]."

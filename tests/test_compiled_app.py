@@ -14,12 +14,12 @@ def test_the_committed_compile_answers_with_the_fake_lm(fake_lm):
     manifest = read_manifest(COMPILED_DIR)
     crag = load_compiled(knowledge_base=ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)
     assert crag.judges is not None  # the trained judges came with it
-    assert (crag.lower, crag.upper) != (None, None) and 0 <= crag.lower <= crag.upper <= 1
+    assert (crag.settings.lower, crag.settings.upper) != (None, None) and 0 <= crag.settings.lower <= crag.settings.upper <= 1
     assert manifest["lm"] and manifest["dspy_version"].startswith("3.4")
     result = crag(question="Who founded Acme Rockets?")
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert result.action.value == "correct" and not result.fallback
-    assert result.grades[0].passage_id == "doc0#0" and result.grades[0].score >= crag.upper
+    assert result.grades[0].passage_id == "doc0#0" and result.grades[0].score >= crag.settings.upper
     assert result.citations[0].text.startswith("Acme Rockets was founded by Jane Roe")
     assert [c.support for c in result.claims] == ["fully"]
 
@@ -60,4 +60,4 @@ def test_the_factory_sets_every_setting_at_construction(monkeypatch):
 
     for mode, checks in (("crag", False), ("self-crag", True)):
         program = factory.build_program(mode, compiled_dir=None, knowledge_base=ListKnowledgeBase(["x"]), web="none")
-        assert built[-1]["self_check"] is checks and program.self_check is checks
+        assert built[-1]["self_check"] is checks and program.settings.self_check is checks

@@ -95,7 +95,7 @@ def test_a_compiled_program_without_the_decider_loads_with_it(tmp_path, fake_lm)
     save_compiled(program, {"lm": "fake", "thresholds": {"upper": 0.9, "lower": 0.5}}, tmp_path)
     loaded = load_compiled(tmp_path, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None,
                            decide_retrieval=True)
-    assert loaded.decide_retrieval and (loaded.upper, loaded.lower) == (0.9, 0.5)
+    assert loaded.decide_retrieval and (loaded.settings.upper, loaded.settings.lower) == (0.9, 0.5)
     assert loaded.generator.generate.signature.instructions == "Compiled."
     assert loaded.decider.signature.instructions == DecideRetrieval.instructions  # uncompiled, kept
     fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello!"}

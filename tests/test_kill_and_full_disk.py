@@ -158,7 +158,7 @@ def test_compile_save_killed_at_random_points_never_leaves_a_broken_compile(tmp_
         assert process.kill() == -signal.SIGKILL
         program = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
         demos = len(program.generator.generate.demos)
-        assert (program.lower, demos) in {(0.1, 1), (0.3, 0)}  # the manifest always belongs to its state
+        assert (program.settings.lower, demos) in {(0.1, 1), (0.3, 0)}  # the manifest always belongs to its state
         assert program(question=QUESTION).answer == ANSWER
 
 
@@ -209,7 +209,7 @@ def test_a_compile_saved_to_a_full_disk_fails_and_keeps_the_previous_compile(sma
         save_compiled(program, {"lm": "second", "thresholds": {"lower": 0.1, "upper": 0.7}}, folder)
     assert sorted(p.name for p in folder.iterdir()) == ["crag.json", "manifest.json"]
     loaded = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
-    assert loaded.lower == 0.3 and loaded(question=QUESTION).answer == ANSWER
+    assert loaded.settings.lower == 0.3 and loaded(question=QUESTION).answer == ANSWER
 
 
 def test_an_index_write_killed_between_its_renames_is_put_back(tmp_path, embedder, fake_lm):

@@ -52,7 +52,7 @@ def test_real_model_with_the_compiled_judges(program):
 
     crag, lm = program
     compiled = load_compiled(knowledge_base=crag.knowledge_base, web="snapshot", embedder=crag.refiner.embedder)
-    assert (compiled.lower, compiled.upper) == (0.05, 0.55)  # calibrated on PopQA train for this knowledge base
+    assert (compiled.settings.lower, compiled.settings.upper) == (0.05, 0.55)  # calibrated on PopQA train for this knowledge base
     question = next(q for q in load_questions(split=None) if q["id"] == "popqa-0001")
     with dspy.context(lm=lm):
         result = compiled(question=question["question"])
@@ -61,7 +61,7 @@ def test_real_model_with_the_compiled_judges(program):
     assert all(g.explanation.startswith("trained judge") for g in result.grades)
     assert result.trace.steps[1].step == "evaluate" and result.trace.steps[1].lm_calls == 0
     # PopQA's passages are refined (compiled/refinement.json): every strip read carries its trained score
-    assert compiled.refine_passages
+    assert compiled.settings.refine_passages
     assert result.strips and all(0.0 <= s.relevance <= 1.0 for s in result.strips)
     steps = [s.step for s in result.trace.steps]
     # a kept strip is drafted from; none kept goes straight to the decision and the correction

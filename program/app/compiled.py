@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import dspy
@@ -33,8 +34,9 @@ from program.judges.operating_point import OPERATING_POINT_FILE
 from program.judges.reader_demo import load_reader_demo, use_reader_demo
 from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
-from program.stages.crag import CRAG, DEFAULT_ACCEPT
+from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
+from program.stages.settings import DEFAULT_ACCEPT, CRAGSettings
 
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
@@ -256,8 +258,9 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
             ``program.web.WebConfig``, or None (see ``program.app.resources.resolve_web``).
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
-        **kwargs: other ``CRAG`` arguments (``k``, ``max_retries``, ``decide_retrieval``...),
-            overriding the manifest. A predictor that an option adds and the compiled state does
+        **kwargs: ``confidence`` (a ``ConfidenceModel``), or fields of
+            ``program.stages.settings.CRAGSettings`` (``k``, ``max_retries``, ``decide_retrieval``...),
+            overriding the compile's; None leaves ``confidence`` and ``accept`` to the compile. A predictor that an option adds and the compiled state does
             not hold (``decide_retrieval``'s, in a state compiled before the decider was)
             keeps its uncompiled instructions.
 
@@ -293,11 +296,13 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     # every setting at construction: the compile's, then the caller's
     thresholds = evaluator_thresholds(manifest, judges, knowledge_base)
     confidence, accept = load_confidence(directory, knowledge_base)
-    settings = {"upper": thresholds.get("upper", 0.6), "lower": thresholds.get("lower", 0.2),
-                "probabilities": bool(thresholds.get("probabilities")), "confidence": confidence, "accept": accept,
-                "refine_passages": refinement_for(directory, knowledge_base),
-                **{k: v for k, v in kwargs.items() if v is not None or k not in ("confidence", "accept")}}
-    program = CRAG(knowledge_base, web=resources.resolve_web(web), embedder=embedder, judges=judges, **settings)
+    confidence = kwargs.pop("confidence", None) or confidence
+    overrides = {k: v for k, v in kwargs.items() if v is not None or k != "accept"}
+    settings = replace(CRAGSettings(upper=thresholds.get("upper", 0.6), lower=thresholds.get("lower", 0.2),
+                                    probabilities=bool(thresholds.get("probabilities")), accept=accept,
+                                    refine_passages=refinement_for(directory, knowledge_base)), **overrides)
+    program = CRAG(knowledge_base, web=resources.resolve_web(web), embedder=embedder, judges=judges,
+                   confidence=confidence, settings=settings)
     load_state(program, directory / STATE_FILE)
     _use_own_demo(program, directory, knowledge_base)
     return program

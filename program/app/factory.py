@@ -51,9 +51,9 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     if mode in CRAG_MODES:
         return crag
     if mode == "langgraph":
-        baseline = LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.k)
+        baseline = LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.settings.k)
     else:
-        baseline = VanillaRAG(kb, k=crag.k)
+        baseline = VanillaRAG(kb, k=crag.settings.k)
     baseline.generator = crag.generator  # the compiled generator: the modes differ only before it
     baseline.attributor.judges = crag.judges  # and the same support judge sets the citations
     if mode == "rag":

@@ -9,7 +9,7 @@ question and answers closed-book when no retrieval is needed.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -28,6 +28,7 @@ from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
 from program.stages.refine import KnowledgeRefiner
 from program.stages.selfcheck import ClaimChecker, is_abstention, strip_citations
+from program.stages.settings import DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND, CRAGSettings  # noqa: F401 - public here too
 from program.stages.stale import is_set_aside, set_aside_stale
 from program.stages.usefulness import UsefulnessJudge
 from program.stages.web_path import WebSearcher
@@ -35,10 +36,6 @@ from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correctio
                            Trace)
 from signatures import AnswerClosedBook, DecideRetrieval
 
-DEFAULT_ACCEPT = 0.5  # the operating point when neither the compile nor ``index`` set one
-# crag checks the claims of an answer whose confidence is less than this above ``accept``
-# (chosen on dev rows: docs/lab/2026-12-06-claim-check-band.md)
-DEFAULT_VERIFY_BAND = 0.1
 # What DSPy raises for output it cannot parse (several types); a failing LM service, a cap or a
 # cancellation are not among them and still end the question.
 UNREADABLE_OUTPUT = (AdapterParseError, ValueError, KeyError, TypeError, AttributeError)
@@ -51,48 +48,19 @@ class CRAG(dspy.Module):
         knowledge_base: object with ``search(query, k) -> list[Passage]`` (``program.retrieval.KnowledgeBase``);
             with ``mentions(terms)`` too, a question about a name it never writes is declined.
         web: a search backend for the INCORRECT and AMBIGUOUS actions, or None (no web).
-        k: passages retrieved and read.
-        upper, lower: the evaluator's thresholds on relevance scores in [0, 1]: ``upper`` names
-            a passage relevant (a web page at or above it is refined as relevant); no passage at
-            or above ``lower`` counts against the draft (``program.stages.decision``).
-        accept: the operating point in [0, 1]: an answer whose confidence reaches it is given,
-            one below it is declined with the honest fallback (set per knowledge base by
-            ``program index``; ``DEFAULT_ACCEPT`` otherwise).
-        confidence: the ``program.stages.draft.ConfidenceModel`` that scores an answer's checks;
-            the default weights when None.
-        max_chars: characters of each passage the reader reads (as plain RAG reads it).
-        refine_passages: the reader reads the knowledge base's passages refined into knowledge
-            strips (decompose-then-recompose, CRAG §4.4); when no strip is kept, no draft is
-            written from them and the correction runs (*incorrect*). Set where the strip judge
-            keeps an answering strip for at least 90 % of the labeled questions that have one
-            (``program.app.refinement``: PopQA), off elsewhere (documentation: a third to a
-            half of the answering strips kept).
         embedder: used by the refiner to pre-filter web strips; None grades every strip.
-        max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
-        self_check: run Self-RAG's claim-level support check on every answer (with its retry,
-            claim dropping and fallback; the ``self-crag`` evaluation mode); False is the
-            ``crag`` mode, which checks only the answers of ``verify_band``.
-        verify_band: crag (``self_check`` False) checks every claim of an answer whose
-            confidence is less than ``accept + verify_band`` (Self-RAG's IsSup, no retry):
-            unsupported claims are dropped and the program declines when none stands. An answer
-            near the operating point is the one its confidence cannot vouch for (AUROC .6–.7 on
-            the documentation domains); one well above it is given as drafted, one LM call.
-            0 turns the check off; 1 checks every answer.
-        web_k: web hits kept.
-        lazy_evaluation: kept for the settings' schema: passages are scored by the cheap judges,
-            all of them, so there is nothing to save by stopping early.
-        decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token, at temperature
-            0) whether the question needs sources at all; when it says no, answer closed-book
-            with ``AnswerClosedBook`` (``result.retrieval_skipped``, ``action`` None). Output it
-            cannot parse means retrieve. Off by default.
         judges: a ``program.judges.JudgeSet`` (``load_compiled`` loads the compiled one): the
             trained passage, strip and support judges; None scores passages by retrieval
             similarity and judges strips and claims with the LM Signatures.
-        probabilities: the evaluator asks the LM's yes/no probability where it asks the LM
-            (the compile's calibration says whether that pays).
-        caps: the per-question caps (``program.guards.caps.QuestionCaps``: seconds, tokens, LM
-            calls, and the web pages, strips and claims kept, which replace ``web_k``); None
-            reads them from the environment at each question, with the parts' defaults.
+        confidence: the ``program.stages.draft.ConfidenceModel`` that scores an answer's checks;
+            the default weights when None.
+        settings: ``program.stages.settings.CRAGSettings`` (k, thresholds, operating point, claim
+            check, retries, retrieve-or-not, caps, ...); the defaults when None.
+        **overrides: fields of ``settings`` to replace, by name (``CRAG(kb, k=5, self_check=False)``).
+
+    Raises:
+        ValueError: a setting out of its range (``CRAGSettings``).
+        TypeError: a keyword that names no setting.
 
     The route (CRAG §4.3, with the draft as evidence):
         1. retrieve ``k`` passages; set aside sentences addressing the model; score each passage
@@ -129,31 +97,20 @@ class CRAG(dspy.Module):
         >>> result.action, result.confidence, result.answer
     """
 
-    def __init__(self, knowledge_base, web=None, k: int = 3, upper: float = 0.6, lower: float = 0.2,
-                 embedder=None, max_retries: int = 1, web_k: int = 2, self_check: bool = True,
-                 decide_retrieval: bool = False, lazy_evaluation: bool = True, judges=None,
-                 accept: float = DEFAULT_ACCEPT, confidence: ConfidenceModel | None = None, max_chars: int = 1500,
-                 probabilities: bool = False, caps: QuestionCaps | None = None, refine_passages: bool = False,
-                 verify_band: float = DEFAULT_VERIFY_BAND):
+    def __init__(self, knowledge_base, web=None, *, embedder=None, judges=None,
+                 confidence: ConfidenceModel | None = None, settings: CRAGSettings | None = None, **overrides):
         super().__init__()
-        if not 0.0 <= accept <= 1.0:
-            raise ValueError(f"accept must be in [0, 1], got {accept}")
-        if not 0.0 <= verify_band <= 1.0:
-            raise ValueError(f"verify_band must be in [0, 1], got {verify_band}")
+        self.settings = replace(settings or CRAGSettings(), **overrides)
+        caps = self.settings.caps
         self.knowledge_base = knowledge_base
-        self.k, self.upper, self.lower, self.max_retries = k, upper, lower, max_retries
-        self.accept, self.max_chars, self.refine_passages = accept, max_chars, refine_passages
-        self.verify_band = verify_band
         self.confidence = confidence or ConfidenceModel()
-        self.self_check, self.lazy_evaluation = self_check, lazy_evaluation
-        self.caps = caps
-        self.decider = dspy.Predict(DecideRetrieval) if decide_retrieval else None
-        self.closed_book = dspy.Predict(AnswerClosedBook) if decide_retrieval else None
-        self.evaluator = RetrievalEvaluator(probabilities=probabilities)
+        self.decider = dspy.Predict(DecideRetrieval) if self.settings.decide_retrieval else None
+        self.closed_book = dspy.Predict(AnswerClosedBook) if self.settings.decide_retrieval else None
+        self.evaluator = RetrievalEvaluator(probabilities=self.settings.probabilities)
         self.action_decider = Decider()
         self.instruction_filter = InstructionFilter()
         self.refiner = KnowledgeRefiner(embedder, max_strips=caps.strips if caps else 4)
-        self.web_searcher = WebSearcher(web, k=caps.web_pages if caps else web_k)
+        self.web_searcher = WebSearcher(web, k=caps.web_pages if caps else self.settings.web_k)
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker(max_claims=caps.claims if caps else 8)
         self.usefulness = UsefulnessJudge()
@@ -185,17 +142,17 @@ class CRAG(dspy.Module):
     @property
     def decide_retrieval(self) -> bool:
         """True when ``forward`` first asks whether the question needs retrieval at all."""
-        return self.decider is not None
+        return self.settings.decide_retrieval and self.decider is not None
 
     @property
     def mode(self) -> str:
         """The evaluation mode this program plays: ``self-crag`` with the claim check, else ``crag``."""
-        return "self-crag" if self.self_check else "crag"
+        return "self-crag" if self.settings.self_check else "crag"
 
     def forward(self, question: str) -> CRAGResult:
         question = validate_question(question)
         trace = Trace(judges=self.judges_report())
-        with guarded(self.caps or QuestionCaps.from_env()) as guard, inputs_as_data():
+        with guarded(self.settings.caps or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
                 return self._forward(question, trace)
             except CapReached as cap:  # bounded work (program.guards.caps): stop with the honest fallback
@@ -208,7 +165,7 @@ class CRAG(dspy.Module):
         if self.decide_retrieval and not self._needs_retrieval(question, trace):
             return self._answer_closed_book(question, trace)
         with step(trace, "retrieve"):
-            passages = self.knowledge_base.search(question, self.k)
+            passages = self.knowledge_base.search(question, self.settings.k)
         passages = self._set_aside(passages, trace)
         unknown = self._unknown_names(question, trace)
         grades = self._evaluate(question, passages, trace, "evaluate")
@@ -234,11 +191,11 @@ class CRAG(dspy.Module):
                 trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: "
                            f"kept the {'corrected answer' if best is again else 'draft'}")
         result.strips, result.confidence = best.strips, best.confidence
-        if not holds_up(best.evidence, best.confidence, self.accept):
+        if not holds_up(best.evidence, best.confidence, self.settings.accept):
             return self._decline(result, best)
-        if self.self_check:
+        if self.settings.self_check:
             return self._check_claims(result, best.answer)
-        if best.confidence < self.accept + self.verify_band:
+        if best.confidence < self.settings.accept + self.settings.verify_band:
             return self._verify(result, best.answer)
         return cite(result, best.answer, self.attributor)
 
@@ -264,7 +221,8 @@ class CRAG(dspy.Module):
         best_score = max((g.score for g in grades if not is_set_aside(g)), default=-1.0)
         with step(trace, "decide") as cost:
             decision = self.action_decider(evidence=draft.evidence, confidence=draft.confidence,
-                                              best_score=best_score, accept=self.accept, lower=self.lower)
+                                              best_score=best_score, accept=self.settings.accept,
+                                              lower=self.settings.lower)
             cost.notes = decision.summary()
         trace.note(decision.summary())
         return decision
@@ -272,7 +230,8 @@ class CRAG(dspy.Module):
     def _decline(self, result: CRAGResult, best: Draft) -> CRAGResult:
         why = ("no answer was written" if best.abstained else
                unmentioned_reason(best.evidence.unmentioned) if best.evidence.unmentioned else
-               f"confidence {best.confidence:.2f} < accept {self.accept:.2f}" if best.confidence < self.accept else
+               f"confidence {best.confidence:.2f} < accept {self.settings.accept:.2f}"
+               if best.confidence < self.settings.accept else
                f"support {best.evidence.support:.2f}: its own words are not in its passage")
         result.trace.note(f"declined: {why}; honest fallback")
         result.fallback, result.declined, result.declined_because = True, best.answer, why
@@ -295,7 +254,7 @@ class CRAG(dspy.Module):
         call). For tools that score drafts outside ``forward`` (the operating point, the
         confidence model's rows), so that they read what the program reads."""
         trace = trace if trace is not None else Trace()
-        passages = self._set_aside(self.knowledge_base.search(question, self.k), trace)
+        passages = self._set_aside(self.knowledge_base.search(question, self.settings.k), trace)
         grades = self._evaluate(question, passages, trace, "evaluate")
         return self._read(question, passages, grades, trace, "refine"), grades
 
@@ -306,10 +265,10 @@ class CRAG(dspy.Module):
         *incorrect*: a strip judge that keeps an answering strip for nine questions in ten
         that have one found nothing here, so no draft is written from them)."""
         whole = self._as_read(passages, grades)
-        if not self.refine_passages or not whole:
+        if not self.settings.refine_passages or not whole:
             return whole
         usable = [(p, g) for p, g in zip(passages, grades) if not is_set_aside(g)]
-        relevant = [g.passage_id for _, g in usable if g.score >= self.upper]
+        relevant = [g.passage_id for _, g in usable if g.score >= self.settings.upper]
         strips = self._refine(question, [p for p, _ in usable], relevant, trace, name)
         if not strips:
             trace.note(f"{name}: no strip of the passages is kept; nothing to read from them")
@@ -318,7 +277,7 @@ class CRAG(dspy.Module):
     def _as_read(self, passages: list[Passage], grades: list[ChunkGrade]) -> list[Strip]:
         """The passages as plain RAG reads them, one context entry each (cut to ``max_chars``),
         without those set aside as stale."""
-        return [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title)
+        return [Strip(p.id, 0, p.text[: self.settings.max_chars], url=p.url, title=p.title)
                 for p, g in zip(passages, grades) if not is_set_aside(g)]
 
     def _needs_retrieval(self, question: str, trace: Trace) -> bool:
@@ -351,9 +310,9 @@ class CRAG(dspy.Module):
     def _evaluate(self, question: str, passages: list[Passage], trace: Trace, name: str) -> list[ChunkGrade]:
         # The cheap judges only: an LM grade per passage costs what the whole draft costs.
         with step(trace, name) as cost:
-            grades = self.evaluator(question=question, passages=passages, lower=self.lower, upper=self.upper,
-                                    ask_lm=False)
-            grades = set_aside_stale(passages, grades, self.lower)
+            grades = self.evaluator(question=question, passages=passages, lower=self.settings.lower,
+                                    upper=self.settings.upper, ask_lm=False)
+            grades = set_aside_stale(passages, grades, self.settings.lower)
             cost.notes = "; ".join(f"{g.passage_id}={g.score} {g.reason}" for g in grades)
         for g in grades:
             if is_set_aside(g):
@@ -373,8 +332,9 @@ class CRAG(dspy.Module):
         seen = {p.id for p in passages}
         with step(trace, "re-retrieve") as cost:
             # the rewrite adds to the question's results, never replaces them (fused by rank)
-            found_kb = [self.knowledge_base.search(q, 2 * self.k) for q in (question, query)] if query != question else []
-            again = [p for p in fuse_passages(found_kb) if p.id not in seen][:self.k]
+            found_kb = ([self.knowledge_base.search(q, 2 * self.settings.k) for q in (question, query)]
+                        if query != question else [])
+            again = [p for p in fuse_passages(found_kb) if p.id not in seen][:self.settings.k]
             cost.notes = f"{len(again)} new knowledge-base passages"
         found = []
         if self.web_searcher.backend is not None:
@@ -393,7 +353,7 @@ class CRAG(dspy.Module):
         strips = self._read(question, [p for p, _ in kept if p.source != "web"],
                             [g for p, g in kept if p.source != "web"], trace, "refine-kb-corrected")
         pages = [p for p, _ in kept if p.source == "web"]
-        relevant = [g.passage_id for p, g in kept if p.source == "web" and g.score >= self.upper]
+        relevant = [g.passage_id for p, g in kept if p.source == "web" and g.score >= self.settings.upper]
         return Correction(strips + self._refine(question, pages, relevant, trace, "refine-corrected"), grades)
 
     def _candidate_terms(self, question: str) -> list[str]:
@@ -418,8 +378,8 @@ class CRAG(dspy.Module):
         when none stands. No retry: that and IsUse are self-crag's (``_check_claims``)."""
         with step(result.trace, "verify") as cost:
             claims = self.checker(question=result.question, answer=answer, strips=result.strips)
-            cost.notes = (f"confidence {result.confidence:.2f} < accept {self.accept:.2f} + band "
-                          f"{self.verify_band:.2f}: {sum(c.support != 'no' for c in claims)} of {len(claims)} "
+            cost.notes = (f"confidence {result.confidence:.2f} < accept {self.settings.accept:.2f} + band "
+                          f"{self.settings.verify_band:.2f}: {sum(c.support != 'no' for c in claims)} of {len(claims)} "
                           "claim(s) supported")
         return self._finalise(result, answer, claims)
 
@@ -429,8 +389,8 @@ class CRAG(dspy.Module):
         question, strips, trace = result.question, result.strips, result.trace
         with step(trace, "self-check"):
             claims = self.checker(question=question, answer=answer, strips=strips)
-        retries = self.max_retries
-        for _ in range(self.max_retries):
+        retries = self.settings.max_retries
+        for _ in range(self.settings.max_retries):
             unsupported = [c.text for c in claims if c.support == "no"]
             if not unsupported:
                 break
@@ -438,7 +398,7 @@ class CRAG(dspy.Module):
             answer, claims = self._retry(result, unsupported, answer, claims)
             retries -= 1
         # Self-RAG's IsUse: an answer that does not address the question gets the same capped retry
-        threshold = self.usefulness.threshold(self.lower)
+        threshold = self.usefulness.threshold(self.settings.lower)
         if self.usefulness.judges is not None:
             with step(trace, "usefulness") as cost:
                 result.usefulness = self.usefulness(question=question, answer=answer)

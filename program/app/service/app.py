@@ -30,7 +30,7 @@ STREAM_ERRORS = {status: {"description": "Error", "content": {"application/json"
 def _admission(runner: QuestionRunner):
     """The dependency that parses a request with the server's narrowed body type and refuses a
     full queue (503) before any work."""
-    body_type = for_server(runner.program.k, runner.web, runner.decide_retrieval)
+    body_type = for_server(runner.program.settings.k, runner.web, runner.decide_retrieval)
 
     def admitted(body: body_type) -> AskRequest:
         if runner.full:

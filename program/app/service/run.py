@@ -107,6 +107,6 @@ def _load(args, config) -> tuple[QuestionRunner, dict]:
     info = {"lm": model_name(lm), "embedded_lm": embedded,
             "knowledge_base": {"name": _kb_name(location), "chunks": len(kb)},
             "compiled": _compiled_info(args), "web": runner.web,
-            "thresholds": {"lower": program.lower, "upper": program.upper},
+            "thresholds": {"lower": program.settings.lower, "upper": program.settings.upper},
             "judges": program.judges_report() if hasattr(program, "judges_report") else {}}
     return runner, info

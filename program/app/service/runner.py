@@ -15,7 +15,7 @@ import copy
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import dspy
@@ -117,20 +117,17 @@ class QuestionRunner:
             ServiceError: 422 for an option that would widen the operator's settings (more
                 passages, another web backend, retrieve-or-not where the operator left it off).
         """
-        if options.k is not None and not 1 <= options.k <= self.program.k:
-            raise ServiceError(422, f"k: at most {self.program.k} on this server")
+        if options.k is not None and not 1 <= options.k <= self.program.settings.k:
+            raise ServiceError(422, f"k: at most {self.program.settings.k} on this server")
         if options.web not in (None, "none", self.web):
             raise ServiceError(422, f"web: this server allows 'none' or '{self.web}'")
         if options.decide_retrieval and not self.decide_retrieval:
             raise ServiceError(422, "decide_retrieval: not turned on on this server")
         view = copy.copy(self.program)
-        if options.k is not None:
-            view.k = options.k
-        if options.self_check is not None:
-            view.self_check = options.self_check
         decide = self.decide_retrieval if options.decide_retrieval is None else options.decide_retrieval
-        if not decide:
-            view.decider = view.closed_book = None
+        view.settings = replace(self.program.settings, k=options.k or self.program.settings.k,
+                                self_check=self.program.settings.self_check if options.self_check is None
+                                else options.self_check, decide_retrieval=decide)
         if options.web == "none" and self.web != "none":
             view.web_searcher = copy.copy(self.program.web_searcher)
             view.web_searcher.backend = None
