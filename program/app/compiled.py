@@ -260,9 +260,10 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
         **kwargs: ``confidence`` (a ``ConfidenceModel``), or fields of
             ``program.stages.settings.CRAGSettings`` (``k``, ``max_retries``, ``decide_retrieval``...),
-            overriding the compile's; None leaves ``confidence`` and ``accept`` to the compile. A predictor that an option adds and the compiled state does
-            not hold (``decide_retrieval``'s, in a state compiled before the decider was)
-            keeps its uncompiled instructions.
+            overriding the compile's; None leaves ``confidence`` and ``accept`` to the compile. A
+            predictor that an option adds and the compiled state does not hold
+            (``decide_retrieval``'s, in a state compiled before the decider was) keeps its
+            uncompiled instructions.
 
     Returns a ready ``program.stages.crag.CRAG``.
 

@@ -112,7 +112,8 @@ def strip_features(question: str, strip: str, cosine: float, passage: str, passa
 
 
 def evidence_sentences(evidence: str) -> list[str]:
-    """The evidence split into sentences (and lines), the units a claim is compared with."""
+    """The evidence split into sentences (and lines), the units a claim is compared with: by the
+    support judge's features, the word-overlap verdict (``lexical_support``) and the citations."""
     return sentences(evidence)
 
 

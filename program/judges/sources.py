@@ -25,7 +25,7 @@ from program.judges import pairs as jd
 from program.judges import train as tj
 from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
 from program.judges.model import LinearJudge
-from program.judges.store import corpus_key
+from program.judges.store import JUDGMENTS, corpus_key
 
 
 @dataclass
@@ -199,7 +199,7 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     support, lo, hi = _support_judge(sources)
 
     judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
-                      choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
+                      choices={k: JudgeChoice("trained") for k in JUDGMENTS},
                       thresholds={**default, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
                       thresholds_by_corpus=by_corpus, embedder=embedder)
     log(f"judges fitted on {', '.join(s.name for s in sources)} in {time.perf_counter() - started:.1f} s")

@@ -32,7 +32,8 @@ VECTOR_CACHE = 4096  # texts whose vectors a JudgeSet keeps (384 floats each: ab
 _VECTORS_LOCK = threading.Lock()  # module-level: a JudgeSet is deep-copied with the program
 
 JUDGES_FILE = "judges.json"
-JUDGMENTS = ("passage", "strip", "support")
+JUDGMENTS = ("passage", "strip", "support")  # the judgments a trained judge can decide
+REPORTED_JUDGMENTS = JUDGMENTS + ("usefulness",)  # and IsUse, read by the passage judge
 
 
 @dataclass
@@ -176,7 +177,7 @@ class JudgeSet:
         bool}`` (``calibrated_here``: the judges learned from rows of this knowledge base, labeled
         or its own), plus
         ``adapted_from`` (the adaptation's name, documents, rows and date) when adapted."""
-        out = {"judgments": {j: self.choice(j).use for j in JUDGMENTS + ("usefulness",)},
+        out = {"judgments": {j: self.choice(j).use for j in REPORTED_JUDGMENTS},
                "adapted": bool(self.adapted), "corpus": self.corpus,
                "calibrated_here": bool(self.corpus) and self.corpus in self.thresholds_by_corpus}
         if self.adapted:

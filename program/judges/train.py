@@ -34,7 +34,7 @@ from program.app.resources import web_backend
 from program.judges import JudgeChoice, JudgeSet, LinearJudge, save_judges
 from program.judges import pairs as jd
 from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
-from program.judges.store import corpus_key
+from program.judges.store import JUDGMENTS, corpus_key
 
 GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
 LABELED_SUPPORT_WEIGHT = 10.0
@@ -244,7 +244,7 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     support, support_pairs, lo, hi = _support_judge(train_q, docs, adv, popqa_kb, embedder)
 
     judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
-                      choices={k: JudgeChoice("trained") for k in ("passage", "strip", "support")},
+                      choices={k: JudgeChoice("trained") for k in JUDGMENTS},
                       thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
                       thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")

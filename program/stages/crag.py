@@ -16,6 +16,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from program.guards.caps import CapReached, QuestionCaps, guarded
 from program.guards.cost import step
+from program.judges.store import REPORTED_JUDGMENTS
 from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
@@ -131,7 +132,7 @@ class CRAG(dspy.Module):
         """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
         the LM decides all of them and nothing was adapted."""
         if self.judges is None:
-            return {"judgments": {"passage": "similarity", **{j: "lm" for j in ("strip", "support", "usefulness")}},
+            return {"judgments": {j: "similarity" if j == "passage" else "lm" for j in REPORTED_JUDGMENTS},
                     "adapted": False, "corpus": "", "calibrated_here": False}
         report = self.judges.report()
         # CRAG never asks the LM to grade a passage (``_evaluate``): say what scores them

@@ -20,7 +20,7 @@ import re
 import dspy
 
 from program.guards.caps import report_cap
-from program.judges.features import entity_names
+from program.judges.features import entity_names, evidence_sentences  # noqa: F401 - public here too
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
@@ -83,11 +83,6 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
         return "no"
     covered = coverage(claim, quote)
     return "fully" if covered >= 0.75 else "partially" if covered >= 0.4 else "no"
-
-
-def evidence_sentences(evidence: str) -> list[str]:
-    """The evidence split into sentences, the units a quote is judged against."""
-    return sentences(evidence)
 
 
 def lexical_support(claim: str, evidence: str, question: str = "") -> str:
