@@ -1,4 +1,4 @@
-"""CRAG's settings: one frozen object, built once, every field checked at construction."""
+"""CRAG's settings and judges: one frozen settings object and the judges, both given at construction."""
 
 from __future__ import annotations
 
@@ -57,3 +57,12 @@ def test_retrieve_or_not_off_in_the_settings_skips_the_built_decider():
     view = copy.copy(program)
     view.settings = dataclasses.replace(program.settings, decide_retrieval=False)
     assert view.decide_retrieval is False and program.decide_retrieval is True
+
+
+def test_the_judges_are_handed_to_every_stage_at_construction_and_not_set_after():
+    judges = object()  # stands for a JudgeSet: only its identity is checked
+    program = CRAG(ListKnowledgeBase([FOUNDING]), judges=judges)
+    stages = (program.evaluator, program.refiner, program.checker, program.usefulness, program.attributor)
+    assert program.judges is judges and all(stage.judges is judges for stage in stages)
+    with pytest.raises(AttributeError):
+        program.judges = None

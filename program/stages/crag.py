@@ -107,26 +107,22 @@ class CRAG(dspy.Module):
         self.confidence = confidence or ConfidenceModel()
         self.decider = dspy.Predict(DecideRetrieval) if self.settings.decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if self.settings.decide_retrieval else None
-        self.evaluator = RetrievalEvaluator(probabilities=self.settings.probabilities)
+        # the trained judges go to each stage that scores with them, once, here
+        self.evaluator = RetrievalEvaluator(judges=judges, probabilities=self.settings.probabilities)
         self.action_decider = Decider()
         self.instruction_filter = InstructionFilter()
-        self.refiner = KnowledgeRefiner(embedder, max_strips=caps.strips if caps else 4)
+        self.refiner = KnowledgeRefiner(embedder, max_strips=caps.strips if caps else 4, judges=judges)
         self.web_searcher = WebSearcher(web, k=caps.web_pages if caps else self.settings.web_k)
         self.generator = AnswerGenerator()
-        self.checker = ClaimChecker(max_claims=caps.claims if caps else 8)
-        self.usefulness = UsefulnessJudge()
-        self.attributor = Attributor()
-        self.judges = judges
+        self.checker = ClaimChecker(max_claims=caps.claims if caps else 8, judges=judges)
+        self.usefulness = UsefulnessJudge(judges=judges)
+        self.attributor = Attributor(judges=judges)
 
     @property
     def judges(self):
-        """The trained judges (``program.judges.JudgeSet``) the evaluator, refiner and checker use."""
+        """The trained judges (``program.judges.JudgeSet``) the evaluator, refiner, checker,
+        usefulness judge and attributor were built with; None when there are none."""
         return self.evaluator.judges
-
-    @judges.setter
-    def judges(self, judges) -> None:
-        self.evaluator.judges = self.refiner.judges = self.checker.judges = self.usefulness.judges = judges
-        self.attributor.judges = judges
 
     def judges_report(self) -> dict:
         """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
