@@ -32,13 +32,17 @@ class CRAGSettings:
             index``; ``DEFAULT_ACCEPT`` otherwise).
         verify_band: crag (``self_check`` False) checks every claim of an answer whose confidence
             is less than ``accept + verify_band`` (Self-RAG's IsSup, no retry), in [0, 1]:
-            unsupported claims are dropped and the program declines when none stands. 0 turns the
-            check off; 1 checks every answer.
+            unsupported claims are dropped and the program declines when none stands. An answer
+            near the operating point is the one its confidence cannot vouch for (AUROC .6–.7 on the
+            documentation domains); one well above it is given as drafted, one LM call. 0 turns
+            the check off; 1 checks every answer.
         self_check: run Self-RAG's claim-level support check on every answer (with its retry,
             claim dropping and fallback; the ``self-crag`` evaluation mode); False is ``crag``.
         max_retries: stricter regenerations when a claim is unsupported (capped; default 1).
-        decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token) whether the
-            question needs sources at all; no means a closed-book answer. Off by default.
+        decide_retrieval: first ask ``DecideRetrieval`` (Self-RAG's Retrieve token, at temperature
+            0) whether the question needs sources at all; when it says no, answer closed-book with
+            ``AnswerClosedBook`` (``result.retrieval_skipped``, ``action`` None). Output it cannot
+            parse means retrieve. Off by default.
         refine_passages: the reader reads the knowledge base's passages refined into knowledge
             strips (decompose-then-recompose, CRAG §4.4); set where the strip judge keeps an
             answering strip for at least 90 % of the labeled questions (``program.app.refinement``).
