@@ -106,7 +106,7 @@ def test_an_unknown_domain_is_one_line():
         domain("nosuch")
 
 
-# The help centre only: Kubernetes' and the handbook's whole indexes (1,144 chunks each) took
+# The help centre only: Kubernetes' and the handbook's whole indexes (1,144 and 856 chunks) took
 # 3.5 minutes to build on a fresh clone, through the same code; their labels are checked against
 # their chunks above, and the handbook's documents are indexed by tests/test_adapt.py.
 @pytest.mark.parametrize("name", ["adversarial"])
