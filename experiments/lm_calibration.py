@@ -98,6 +98,7 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
     from program.app.compiled import STATE_FILE, load_state
     from program.judges.adapted import load_adapted
     from program.judges.store import load_judges
+    from program.judges.judgments import PASSAGE
     from program.stages.crag import CRAG
 
     kb = resources.knowledge_base(DOMAINS[name].kb_dir)
@@ -117,7 +118,7 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
         random_scores = [_lm_score(grader, q["question"], c.text)[0] for c in rng.sample(pool, min(n_random, len(pool)))]
         graded = [_lm_score(grader, q["question"], h.text) for h in hits]
         relevant = set(q.get("relevant_chunk_ids") or []) if q.get("answerable", True) else set()
-        trained = {k: j.passage_scores(q["question"], hits) for k, j in judges.items()}
+        trained = {k: j.score(PASSAGE, question=q["question"], passages=hits) for k, j in judges.items()}
         rows += _chunk_rows(q, hits, [chunk_key(h.id) in relevant for h in hits], graded, random_scores, trained)
         log(f"{name}: {i}/{len(queries)} queries ({time.perf_counter() - started:.0f} s)")
     names = ["lm", "lm_answers", "lm_calibrated", "lm_batch", *judges]

@@ -35,9 +35,10 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 
 KINDS = ("dense", "dense+max", "emb", "all")
-JUDGMENTS = ("passage", "strip", "support")
+JUDGMENTS = tuple(j.name for j in TRAINED)
 
 
 def _with_text(pairs):
@@ -78,7 +79,7 @@ def features(pairs, vectors: _Vectors, judgment: str) -> dict[str, np.ndarray]:
         sentence_cos.append([cos[order[0]], cos[order[min(1, len(order) - 1)]], cos.mean()])
         partner.append(s[order[0]])
     # a claim is compared with its best sentence; a question with the whole text
-    second = np.stack(partner) if judgment == "support" else vectors([t[1] for t in pairs.texts])
+    second = np.stack(partner) if judgment == SUPPORT.name else vectors([t[1] for t in pairs.texts])
     dense = np.asarray(pairs.dense, dtype=np.float32)
     sent = np.asarray(sentence_cos, dtype=np.float32)
     cosine = np.einsum("ij,ij->i", first, second)[:, None]
@@ -96,21 +97,21 @@ def collect(log=print) -> dict:
     from program.app import resources
 
     embedder = resources.embedder()
-    data = {"popqa": {"passage": jd.popqa_passage_pairs(load_questions(split="train"), resources.knowledge_base())}}
+    data = {"popqa": {PASSAGE.name: jd.popqa_passage_pairs(load_questions(split="train"), resources.knowledge_base())}}
     for name in DOMAINS:
         kb = resources.knowledge_base(DOMAINS[name].kb_dir)
         log(f"{name}: pairs")
-        split = {kind: "test" if load_rows(name, kind, "test") else "dev" for kind in ("strips", "support")}
-        data[name] = {"passage": jd.adversarial_passage_pairs(load_rows(name, "grading", "train"),
+        split = {kind: "test" if load_rows(name, kind, "test") else "dev" for kind in (STRIP.rows, SUPPORT.rows)}
+        data[name] = {PASSAGE.name: jd.adversarial_passage_pairs(load_rows(name, PASSAGE.rows, "train"),
                                                               load_rows(name, "queries", "train"), kb, embedder),
-                      "strip": jd.adversarial_strip_pairs(load_rows(name, "strips", "train"), embedder),
-                      "support": jd.support_rows_pairs(load_rows(name, "support", "train"), embedder)}
+                      STRIP.name: jd.adversarial_strip_pairs(load_rows(name, STRIP.rows, "train"), embedder),
+                      SUPPORT.name: jd.support_rows_pairs(load_rows(name, SUPPORT.rows, "train"), embedder)}
         own = document_source(f"{name} (documents)", kb, embedder, log=log)
-        data[f"{name}:docs"] = {"passage": own.passage, "strip": own.strip, "support": own.support}
+        data[f"{name}:docs"] = {PASSAGE.name: own.passage, STRIP.name: own.strip, SUPPORT.name: own.support}
         data[f"{name}:measured"] = {
-            "passage": jd.adversarial_passage_pairs([], load_rows(name, "queries", "test"), kb, embedder),
-            "strip": jd.adversarial_strip_pairs(load_rows(name, "strips", split["strips"]), embedder),
-            "support": jd.support_rows_pairs(load_rows(name, "support", split["support"]), embedder)}
+            PASSAGE.name: jd.adversarial_passage_pairs([], load_rows(name, "queries", "test"), kb, embedder),
+            STRIP.name: jd.adversarial_strip_pairs(load_rows(name, STRIP.rows, split[STRIP.rows]), embedder),
+            SUPPORT.name: jd.support_rows_pairs(load_rows(name, SUPPORT.rows, split[SUPPORT.rows]), embedder)}
     return {src: {j: _with_text(p) for j, p in judged.items()} for src, judged in data.items()}
 
 

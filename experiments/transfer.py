@@ -42,6 +42,7 @@ import numpy as np
 
 from program.judges import pairs as jd
 from program.judges import train as tj
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT
 from program.atomic import write_atomic
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
@@ -65,16 +66,16 @@ def measure_domain(judges, name: str, kb, embedder) -> dict:
 
     queries = load_rows(name, "queries", "test")
     pairs = jd.adversarial_passage_pairs([], queries, kb, embedder)
-    scores = [judges.judges["passage"].score(d, c) for d, c in zip(pairs.dense, pairs.cues)]
+    scores = tj.pair_scores(judges, PASSAGE, pairs)
     t = judges.thresholds_for(kb)
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     best = _top3_best(pairs, scores)
     actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
-    strip_split, support_split = _component_split(name, "strips"), _component_split(name, "support")
+    strip_split, support_split = _component_split(name, STRIP.rows), _component_split(name, SUPPORT.rows)
     strips = jd.adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
-    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
-    support = jd.support_rows_pairs(load_rows(name, "support", support_split), embedder)
-    support_scores = np.array([judges.judges["support"].score(d) for d in support.dense])
+    strip_scores = tj.pair_scores(judges, STRIP, strips)
+    support = jd.support_rows_pairs(load_rows(name, SUPPORT.rows, support_split), embedder)
+    support_scores = tj.pair_scores(judges, SUPPORT, support)
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
         "passage_auc": tj.auc(pairs.labels, scores),
@@ -96,16 +97,16 @@ def measure_popqa(judges, kb, embedder) -> dict:
 
     dev_q = load_questions(split="dev")
     pairs = jd.popqa_passage_pairs(dev_q, kb)
-    scores = [judges.judges["passage"].score(d, c) for d, c in zip(pairs.dense, pairs.cues)]
+    scores = tj.pair_scores(judges, PASSAGE, pairs)
     best = _top3_best(pairs, scores)
     _, expected, _ = tj.popqa_expected(pairs.groups, pairs.labels, scores)
     t = judges.thresholds_for(kb)
     actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
     strips = jd.popqa_strip_pairs(dev_q, kb, embedder)
-    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
+    strip_scores = tj.pair_scores(judges, STRIP, strips)
     claims = jd.popqa_support_pairs(dev_q, kb, embedder)
-    claim_scores = np.array([judges.judges["support"].score(d) for d in claims.dense])
-    lexical = np.array([d[tj.SUPPORT_NAMES.index("lexical_verdict")] for d in claims.dense])
+    claim_scores = tj.pair_scores(judges, SUPPORT, claims)
+    lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
     kept = (lexical == 1.0) | (claim_scores >= judges.thresholds["support_partially"])
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),

@@ -32,19 +32,19 @@ import dspy  # noqa: E402  (after program.lm.configure, which sets DSPy's cache 
 
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
-from optimize.judge_choice import KIND_OF, choose, popqa_lm_rows  # noqa: E402
+from optimize.judge_choice import choose, popqa_lm_rows  # noqa: E402
 from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
 from program.judges.train import train_judges  # noqa: E402
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,  # noqa: E402
                                   save_compiled)
 from program.app.resources import embedder, knowledge_base  # noqa: E402
 from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED  # noqa: E402
 from program.judges.store import corpus_key  # noqa: E402
 from program.lm.configure import configure_lm, model_name, supports_logprobs
 from program.stages.crag import CRAG  # noqa: E402
 from program.stages.evaluator import score_grade  # noqa: E402
-from signatures import (CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery,  # noqa: E402
-                        StripRelevance)
+from signatures import DecideRetrieval, GenerateAnswer, RewriteQuery  # noqa: E402
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -74,10 +74,11 @@ class PredictorSpec:
 
 
 SPECS = [
-    PredictorSpec("grading", GradeRetrieval, "evaluator.grade", pm.grading_metric),
-    PredictorSpec("strips", StripRelevance, "refiner.grade", pm.strip_accuracy, extra_labeled=2),
+    # the judgments' own predictors: their rows, Signatures and paths are their records'
+    PredictorSpec(PASSAGE.rows, PASSAGE.signature, PASSAGE.predictor, pm.grading_metric),
+    PredictorSpec(STRIP.rows, STRIP.signature, STRIP.predictor, pm.strip_accuracy, extra_labeled=2),
     PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
-    PredictorSpec("support", CheckClaimSupport, "checker.support", pm.support_accuracy),
+    PredictorSpec(SUPPORT.rows, SUPPORT.signature, SUPPORT.predictor, pm.support_accuracy),
     # Rewards the model's own [n] markers (the citations issue): labeled demos cite (pm.cited_answer).
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric),
     # Compiled into the state although the default program leaves the decider off, so that
@@ -285,7 +286,7 @@ def help_centre_lm_thresholds(judges, grader, kb, lm, saved: dict | None, only: 
     calibration belongs to the grader it was made for, so a recompiled grader drops it)."""
     if saved is not None and not {"judges", "grading"} & set(only):
         return saved.get("lm_thresholds_by_corpus", {})
-    choice = judges.choices_by_corpus.get(corpus_key(kb), {}).get("passage")
+    choice = judges.choices_by_corpus.get(corpus_key(kb), {}).get(PASSAGE.name)
     if choice is None or choice.use != "lm" or not supports_logprobs(lm):
         return {}
     if not calibrate:
@@ -432,7 +433,7 @@ def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics:
     if "judges" in only:
         # new judges are compared with the saved LM predictors on the same dev rows (no compiling)
         for spec in SPECS:
-            if spec.kind in KIND_OF.values() and spec.kind not in lm_rows:
+            if spec.kind in {j.rows for j in TRAINED} and spec.kind not in lm_rows:
                 lm_rows[spec.kind] = measure_saved(predictors[spec.path], spec, args.budget, args.dev_rows)
     return lm_rows
 
@@ -443,10 +444,11 @@ def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | Non
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
         judge_report = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None)
-        for judgment, kind in KIND_OF.items():
-            if kind not in lm_rows and saved is not None and judgment in saved.get("judges", {}).get("choice", {}):
-                judge_report[judgment] = saved["judges"]["choice"][judgment]  # the LM was not re-measured
-                judges.choices[judgment] = JudgeChoice(judge_report[judgment]["chosen"])
+        for judgment in TRAINED:
+            name = judgment.name
+            if judgment.rows not in lm_rows and saved is not None and name in saved.get("judges", {}).get("choice", {}):
+                judge_report[name] = saved["judges"]["choice"][name]  # the LM was not re-measured
+                judges.choices[name] = JudgeChoice(judge_report[name]["chosen"])
     else:
         judge_report = saved.get("judges", {}).get("choice", {})
     return judge_report
@@ -456,10 +458,10 @@ def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -
     """The retrieval evaluator's thresholds: the saved ones, the trained passage judge's, or calibrated for the LM."""
     if saved is not None and not {"judges", "grading"} & set(only):
         return saved["thresholds"]  # neither the passage judge nor the LM grader changed
-    if judges.choice("passage").use != "lm":
+    if judges.choice(PASSAGE).use != "lm":
         return {k: judges.thresholds[k] for k in ("lower", "upper")} | {
             "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
-    return calibrate_thresholds(predictors["evaluator.grade"])
+    return calibrate_thresholds(predictors[PASSAGE.predictor])
 
 
 def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, judges, lm_thresholds: dict,

@@ -21,14 +21,13 @@ import numpy as np
 
 from optimize import predictor_metrics as pm
 from program.judges import JudgeChoice, JudgeSet
-from program.judges.features import cue_pairs, passage_features, strip_features
+from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT, TRAINED
 from program.judges.store import corpus_key
 from program.stages.evaluator import score_grade
-from program.stages.selfcheck import RANKED_VERDICTS, VERDICT_VALUE, judge_support, lexical_support
+from program.stages.selfcheck import decide_support, lexical_support
 from program.types import Passage, Strip
 
-CHEAPEST_FIRST = ("trained", "cascade", "lm")
-KIND_OF = {"passage": "grading", "strip": "strips", "support": "support"}
+CHEAPEST_FIRST = CANDIDATES
 
 
 def _band_accuracy(pairs) -> float:
@@ -49,8 +48,7 @@ def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
         except Exception:  # noqa: BLE001 - an unparsed LM row counts as irrelevant, as in the program
             lm_band = "incorrect"
         cos = float(vectors[i] @ vectors[n + i])
-        score = judges.judges["passage"].score(passage_features(example.question, example.passage, cos),
-                                                cue_pairs(example.question, example.passage))
+        score = judges.score(PASSAGE, question=example.question, passages=[Passage("row", example.passage, score=cos)])[0]
         trained_band = pm.grade_band(score, t["upper"], t["lower"])
         out["lm"].append((lm_band, truth))
         out["trained"].append((trained_band, truth))
@@ -68,7 +66,7 @@ def strip_candidates(judges: JudgeSet, rows) -> dict:
         strip = Strip("row", 0, example.strip)
         vectors = judges._encode([example.question, context])
         passage = Passage("row", context, score=float(vectors[1] @ vectors[0]))  # as in training
-        score = judges.strip_scores(example.question, [strip], [passage])[0]
+        score = judges.score(STRIP, question=example.question, strips=[strip], passages=[passage])[0]
         lm_kept = pred is not None and pm.kept_strip(example, pred)
         kept["lm"].append(lm_kept)
         kept["trained"].append(score >= keep)
@@ -82,24 +80,18 @@ def strip_candidates(judges: JudgeSet, rows) -> dict:
 def support_candidates(judges: JudgeSet, rows, kept_only: bool = False) -> dict:
     """``{"lm", "trained", "cascade"}`` -> verdict accuracy on CheckClaimSupport's dev rows.
 
-    The LM candidate is what the self-check decides with it (the better of word overlap and
-    the model's quote); the trained one is the support judge's verdict, word overlap's
-    ``fully`` standing as in the program. ``kept_only``: right when the claim is kept
-    (``partially`` or ``fully``) exactly when its label supports it, for rows labeled only
-    ``fully`` / ``no`` (PopQA's claims)."""
-    right = {"lm": [], "trained": [], "cascade": []}
+    Each candidate decides by the program's own rule (``program.stages.selfcheck.decide_support``),
+    the LM's reply being the row's saved prediction: word overlap's ``fully`` stands, and each
+    verdict is the better of word overlap's and the judge's (or the quote's). ``kept_only``:
+    right when the claim is kept (``partially`` or ``fully``) exactly when its label supports
+    it, for rows labeled only ``fully`` / ``no`` (PopQA's claims)."""
+    right = {c: [] for c in CANDIDATES}
     for example, pred, _ in rows:
         question = getattr(example, "question", None) or ""  # PopQA's claims know their question
-        lexical = lexical_support(example.claim, example.evidence, question)
-        quote = str(getattr(pred, "quote", "") or "") if pred is not None else ""
-        lm = max(lexical, judge_support(example.claim, quote, example.evidence, question), key=RANKED_VERDICTS.index)
-        if lexical == "fully":
-            trained = cascade = "fully"
-        else:
-            score = judges.support_score(example.claim, example.evidence, VERDICT_VALUE[lexical], question)
-            trained = judges.support_verdict(score)
-            cascade = lm if JudgeChoice("cascade").asks_lm(score) else trained
-        for name, verdict in (("lm", lm), ("trained", trained), ("cascade", cascade)):
+        saved = str(getattr(pred, "quote", "") or "") if pred is not None else ""
+        for name in CANDIDATES:
+            verdict = decide_support(example.claim, example.evidence, question, judges,
+                                     quote=lambda claim, evidence: saved, choice=JudgeChoice(name)).verdict
             right[name].append((verdict != "no") == (example.support != "no") if kept_only else verdict == example.support)
     return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
 
@@ -139,18 +131,17 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
         claims[r["support"] == "fully"].append(dspy.Example(claim=r["claim"], evidence=r["evidence"],
                                                             support=r["support"], question=r["question"]))
     rows = {}
-    inputs_of = {"grading": ("question", "passage"), "strips": ("question", "strip"), "support": ("claim", "evidence")}
-    for kind, pool, path in (("grading", passages, "evaluator.grade"), ("strips", strips, "refiner.grade"),
-                             ("support", claims, "checker.support")):
+    for judgment, pool in ((PASSAGE, passages), (STRIP, strips), (SUPPORT, claims)):
         chosen = [e for label in (True, False) for e in rng.sample(pool[label], min(n // 2, len(pool[label])))]
+        kind = judgment.rows
         rows[kind] = []
         for example in chosen:
-            example = example.with_inputs(*inputs_of[kind])
-            if kind == "support" and lexical_support(example.claim, example.evidence, example.question) == "fully":
+            example = example.with_inputs(*judgment.signature.input_fields)
+            if judgment is SUPPORT and lexical_support(example.claim, example.evidence, example.question) == "fully":
                 rows[kind].append((example, None, None))  # decided without the LM, as in the program
                 continue
             try:
-                pred = predictors[path](**example.inputs(), config=CRITIQUE_CONFIG)
+                pred = predictors[judgment.predictor](**example.inputs(), config=CRITIQUE_CONFIG)
             except Exception:  # noqa: BLE001 - unparsed output is a row the LM got wrong
                 pred = None
             rows[kind].append((example, pred, None))
@@ -181,25 +172,25 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
         "by_set": {"adversarial": {...}, "popqa": {...}}}}``.
     """
     adversarial_t = judges.thresholds_for(adversarial_kb) if adversarial_kb is not None else judges.thresholds
-    measure = {"passage": lambda rows, t, name: passage_candidates(judges, rows, t),
-               "strip": lambda rows, t, name: strip_candidates(judges, rows),
-               "support": lambda rows, t, name: support_candidates(judges, rows, kept_only=name == "popqa")}
+    measure = {PASSAGE: lambda rows, t, name: passage_candidates(judges, rows, t),
+               STRIP: lambda rows, t, name: strip_candidates(judges, rows),
+               SUPPORT: lambda rows, t, name: support_candidates(judges, rows, kept_only=name == "popqa")}
     report = {}
-    for judgment, kind in KIND_OF.items():
-        sets = {"adversarial": (lm_rows.get(kind), adversarial_t),
-                "popqa": ((popqa_rows or {}).get(kind), judges.thresholds)}
+    for judgment in TRAINED:
+        sets = {"adversarial": (lm_rows.get(judgment.rows), adversarial_t),
+                "popqa": ((popqa_rows or {}).get(judgment.rows), judges.thresholds)}
         by_set = {name: measure[judgment](rows, t, name) for name, (rows, t) in sets.items() if rows}
         if not by_set:
-            judges.choices[judgment] = JudgeChoice("trained")
-            report[judgment] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
+            judges.choices[judgment.name] = JudgeChoice("trained")
+            report[judgment.name] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
             continue
         figures = {c: round(float(np.mean([f[c] for f in by_set.values()])), 4) for c in CHEAPEST_FIRST}
         chosen = best(figures)
-        judges.choices[judgment] = JudgeChoice(chosen)
+        judges.choices[judgment.name] = JudgeChoice(chosen)
         for name, kb in (("adversarial", adversarial_kb), ("popqa", popqa_kb)):
             if name in by_set and kb is not None:
                 by_set[name]["chosen"] = best(by_set[name])
-                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment] = JudgeChoice(by_set[name]["chosen"])
-        report[judgment] = {**figures, "chosen": chosen, "by_set": by_set,
+                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment.name] = JudgeChoice(by_set[name]["chosen"])
+        report[judgment.name] = {**figures, "chosen": chosen, "by_set": by_set,
                             "dev_rows": sum(len(rows) for rows, _ in sets.values() if rows)}
     return report

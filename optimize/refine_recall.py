@@ -27,6 +27,7 @@ import re
 import sys
 
 from program.judges.pairs import names_subject, states_answer
+from program.judges.judgments import PASSAGE
 from program.judges.store import corpus_key, load_judges
 from program.stages.refine import KnowledgeRefiner, decompose
 
@@ -55,7 +56,7 @@ def reach(questions: list[dict], kb, judges, embedder, k: int = 3) -> dict:
     counts = {"questions": 0, "kept": 0, "nothing_kept": 0, "nothing_kept_answerable": 0}
     for q, passages in zip(questions, kb.search_batch([q["question"] for q in questions], k)):
         answers = {(s.source_id, s.text) for p in passages for s in decompose(p) if answering(s.text, p.text, q)}
-        scores = judges.passage_scores(q["question"], passages)
+        scores = judges.score(PASSAGE, question=q["question"], passages=passages)
         relevant = [p.id for p, score in zip(passages, scores) if score >= upper]
         kept = refiner(question=q["question"], passages=passages, relevant_ids=relevant).kept
         counts["nothing_kept"] += not kept

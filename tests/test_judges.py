@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from program.judges import JudgeChoice, JudgeSet, JudgesFileError, LinearJudge, load_judges, save_judges
+from program.judges.judgments import STRIP
 from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, entity_names, name_phrase,
                                      passage_features)
 from program.stages.crag import CRAG
@@ -254,7 +255,7 @@ def test_evaluator_thresholds_follow_the_passage_judge_in_use():
 
 
 def test_a_web_page_is_judged_with_its_title():
-    from program.judges.store import judged_text
+    from program.judges.judgments import judged_text
 
     page = Passage(id="https://en.wikipedia.org/wiki/Acme_Rockets", text="It was founded by Jane Roe in 1999.",
                    source="web", title="Acme Rockets")
@@ -274,7 +275,8 @@ def test_a_web_sentence_without_the_subjects_name_scores_on_its_pages_title():
     sentence = "He was founded by Jane Roe in 1999."
     page = Passage(id="https://example.org/acme", text=sentence, source="web", title="Acme Rockets")
     kb_chunk = Passage(id="kb#0", text=sentence, source="kb", title="Acme Rockets")
-    scores = judges.strip_scores(Q, [Strip(page.id, 0, sentence), Strip(kb_chunk.id, 0, sentence)], [page, kb_chunk])
+    scores = judges.score(STRIP, question=Q, strips=[Strip(page.id, 0, sentence), Strip(kb_chunk.id, 0, sentence)],
+                          passages=[page, kb_chunk])
     assert scores[0] == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-4)
     assert scores[1] == pytest.approx(1 / (1 + np.exp(3.0)), abs=1e-4)
 

@@ -97,6 +97,7 @@ def _ask(args) -> int:
     from program.app import resources
     from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
     from program.app.tracing import JsonlTrace, StepRecorder
+    from program.judges.judgments import PASSAGE
     from program.lm.configure import configure_lm
     from program.lm.retry import LMServiceError
     from program.retrieval import KnowledgeBaseError
@@ -111,7 +112,7 @@ def _ask(args) -> int:
         return 2
     report_left_out(resources.kb_location(args.kb))
     report = program.judges_report() if hasattr(program, "judges_report") else {}
-    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"]["passage"] not in ("lm", "similarity"):
+    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"][PASSAGE.name] not in ("lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
               "other knowledge bases' rows (adapt: python -m program index PATH)", file=sys.stderr)
     lm = configure_lm(args.model, args.api_base)

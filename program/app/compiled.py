@@ -32,6 +32,7 @@ from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
 from program.judges.reader_demo import load_reader_demo, use_reader_demo
+from program.judges.judgments import PASSAGE
 from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
 from program.stages.crag import CRAG
@@ -236,7 +237,7 @@ def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
     manifest's LM-calibrated ones, or ``LM_THRESHOLDS`` when the compile calibrated the trained
     judge's instead."""
     saved = manifest.get("thresholds", {})
-    if who_judges(judges, "passage").trained:
+    if who_judges(judges, PASSAGE).trained:
         return judges.thresholds_for(knowledge_base)
     try:
         own = manifest.get("lm_thresholds_by_corpus", {}).get(corpus_key(knowledge_base))

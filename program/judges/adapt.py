@@ -39,6 +39,7 @@ from program.atomic import write_atomic
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.lm_questions import write_questions
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 from program.judges.sources import domain_source, fit_judges, popqa_source
 from program.judges.store import corpus_key
 from program.judges.synthetic_rows import document_source, heading_questions
@@ -116,7 +117,7 @@ class AdaptResult:
         rows = a.get("rows", {})
         what = (f"{a.get('name')}: {a.get('documents')} documents, {a.get('chunks')} chunks; "
                 f"{rows.get('questions_kept', 0)} of {rows.get('questions_asked', 0)} questions kept; "
-                f"{rows.get('passage', 0)} passage, {rows.get('strip', 0)} strip, {rows.get('support', 0)} support rows "
+                f"{', '.join(f'{rows.get(j.name, 0)} {j.name}' for j in TRAINED)} rows "
                 f"of its own beside {', '.join(a.get('sources', []))}")
         if self.reused:
             return f"judges adapted to {what}: reused {self.path} (documents unchanged, {self.seconds:.1f} s)"
@@ -201,7 +202,8 @@ def _adapted_record(kb, name: str, own, written, sources, leave_out: tuple, ques
     return {
         "corpus": corpus_key(kb), "name": name, "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
         "rows": {"questions_asked": own.counts["asked"], "questions_kept": own.counts["kept"],
-                 "written_kept": sum(bool(r.get("kept")) for r in written or []), "passage": len(own.passage), "strip": len(own.strip), "support": len(own.support)},
+                 "written_kept": sum(bool(r.get("kept")) for r in written or []),
+                 **{j.name: len(p) for j, p in ((PASSAGE, own.passage), (STRIP, own.strip), (SUPPORT, own.support))}},
         "sources": [s.name for s in sources], "leave_out": list(leave_out), "questions": questions,
         "stamp": stamp, "seconds": round(time.perf_counter() - started, 1),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}

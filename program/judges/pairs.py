@@ -25,7 +25,7 @@ from pathlib import PurePath
 import numpy as np
 
 from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
-from program.judges.store import judged_text, strip_inputs
+from program.judges.judgments import judged_text, strip_inputs
 from program.stages.refine import decompose
 from program.stages.selfcheck import VERDICT_VALUE, lexical_support, without_asked_entity
 from program.text import names, words

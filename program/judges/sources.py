@@ -20,12 +20,12 @@ import numpy as np
 
 from eval_sets.domains import load_rows
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
-from program.judges import JudgeChoice, JudgeSet
+from program.judges import JudgeSet
 from program.judges import pairs as jd
 from program.judges import train as tj
-from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT
 from program.judges.model import LinearJudge
-from program.judges.store import JUDGMENTS, corpus_key
+from program.judges.store import corpus_key
 
 
 @dataclass
@@ -90,9 +90,9 @@ def domain_source(name: str, kb, embedder, split: str = "train") -> SourcePairs:
     """A labeled domain's pairs from ``split`` (``train`` to learn from)."""
 
     queries = load_rows(name, "queries", split)
-    passage = jd.adversarial_passage_pairs(load_rows(name, "grading", split), queries, kb, embedder)
-    strip = jd.adversarial_strip_pairs(load_rows(name, "strips", split), embedder)
-    support = jd.support_rows_pairs(load_rows(name, "support", split), embedder)
+    passage = jd.adversarial_passage_pairs(load_rows(name, PASSAGE.rows, split), queries, kb, embedder)
+    strip = jd.adversarial_strip_pairs(load_rows(name, STRIP.rows, split), embedder)
+    support = jd.support_rows_pairs(load_rows(name, SUPPORT.rows, split), embedder)
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     return SourcePairs(name, kb, passage, strip, support, expected)
 
@@ -137,11 +137,9 @@ def _passage_thresholds(sources: list[SourcePairs], passage_oof: np.ndarray) -> 
 def _strip_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float]:
     """``(strip judge, strip_keep)``: the keep threshold for the best out-of-fold strip F1."""
     strip_pairs = _join([s.strip for s in sources])
-    strip_oof = tj.out_of_fold("strip", STRIP_NAMES, strip_pairs)
+    strip_oof = tj.out_of_fold(STRIP, strip_pairs)
     keep = max(tj.GRID, key=lambda t: (tj.f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
-    dense, labels = strip_pairs.arrays()
-    strip = LinearJudge.fit("strip", STRIP_NAMES, dense, labels, strip_pairs.cues, seed=tj.SEED)
-    return strip, keep
+    return tj.fit_judge(STRIP, strip_pairs), keep
 
 
 def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, float]:
@@ -155,7 +153,7 @@ def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, floa
     # the hand-labeled rows weigh as much as the synthetic ones together, as in train_judges
     weights = np.array([1.0] * len(synthetic) + [tj.POPQA_CLAIM_WEIGHT] * len(claims)
                        + [w for s in others for w in [s.support_weight] * len(s.support)])
-    support_oof = tj.out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
+    support_oof = tj.out_of_fold(SUPPORT, support_pairs, weights=weights)
     rows = slice(len(synthetic) + len(claims), len(support_pairs))
     targets = np.asarray(support_pairs.targets)[rows]
     claim_oof = support_oof[len(synthetic): len(synthetic) + len(claims)]
@@ -166,9 +164,7 @@ def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, floa
     else:  # PopQA alone: its claims are kept or not, so one threshold; "fully" no lower than it
         lo = max(tj.GRID, key=lambda t: (float(((claim_oof >= t) == np.asarray(claims.labels, bool)).mean()), -t))
         hi = max(lo, 0.5)
-    dense, labels = support_pairs.arrays()
-    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=tj.SEED)
-    return support, lo, hi
+    return tj.fit_judge(SUPPORT, support_pairs, weights=weights), lo, hi
 
 
 def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet:
@@ -191,17 +187,15 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
         raise ValueError("fit_judges needs at least one source")
     started = time.perf_counter()
     passage_pairs = _join([s.passage for s in sources])
-    passage_oof = tj.out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
-    dense, labels = passage_pairs.arrays()
-    passage = LinearJudge.fit("passage", PASSAGE_NAMES, dense, labels, passage_pairs.cues, seed=tj.SEED)
+    passage_oof = tj.out_of_fold(PASSAGE, passage_pairs)
+    passage = tj.fit_judge(PASSAGE, passage_pairs)
     by_corpus, default = _passage_thresholds(sources, passage_oof)
     strip, keep = _strip_judge(sources)
     support, lo, hi = _support_judge(sources)
 
-    judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
-                      choices={k: JudgeChoice("trained") for k in JUDGMENTS},
-                      thresholds={**default, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
-                      thresholds_by_corpus=by_corpus, embedder=embedder)
+    judges = tj.trained_set({PASSAGE: passage, STRIP: strip, SUPPORT: support},
+                            thresholds={**default, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
+                            thresholds_by_corpus=by_corpus, embedder=embedder)
     log(f"judges fitted on {', '.join(s.name for s in sources)} in {time.perf_counter() - started:.1f} s")
     return judges
 

@@ -1,11 +1,10 @@
 """The set of trained judges a compile produced: scoring, saving and loading ``compiled/judges.json``.
 
-``JudgeSet`` scores the three judgments with no LM call:
-
-* ``passage_scores(question, passages)``: CRAG §4.2's relevance of each retrieved passage;
-* ``strip_scores(question, strips, passages)``: CRAG §4.4's relevance of each knowledge strip;
-* ``support_score(claim, evidence)``: Self-RAG's IsSup as a probability that the evidence
-  states the claim (MiniCheck's formulation).
+``JudgeSet.score(judgment, **items)`` scores any judgment of ``program.judges.judgments`` with
+no LM call, one score in [0, 1] per item: ``score(PASSAGE, question=, passages=)`` (CRAG §4.2),
+``score(STRIP, question=, strips=, passages=)`` (CRAG §4.4), ``score(SUPPORT, claim=, evidence=,
+lexical_verdict=, question=)`` (Self-RAG's IsSup as a probability that the evidence states the
+claim, MiniCheck's formulation) and ``score(USEFULNESS, question=, passages=)``.
 
 Each ``JudgeChoice`` says who decides a judgment: ``trained`` (the judge alone), ``lm`` (the
 prompted Signature alone) or ``cascade`` (the judge outside the uncertainty ``band``, the LM
@@ -18,13 +17,13 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.features import cue_pairs, evidence_sentences, passage_features, strip_features, support_features
+from program.judges.judgments import JUDGMENTS, Judgment, as_judgment
 from program.judges.model import LinearJudge
 from program.retrieval.embedding import get_embedder
 
@@ -32,8 +31,6 @@ VECTOR_CACHE = 4096  # texts whose vectors a JudgeSet keeps (384 floats each: ab
 _VECTORS_LOCK = threading.Lock()  # module-level: a JudgeSet is deep-copied with the program
 
 JUDGES_FILE = "judges.json"
-JUDGMENTS = ("passage", "strip", "support")  # the judgments a trained judge can decide
-REPORTED_JUDGMENTS = JUDGMENTS + ("usefulness",)  # and IsUse, read by the passage judge
 
 
 @dataclass
@@ -61,40 +58,11 @@ class JudgeChoice:
         return self.use == "cascade" and self.band[0] <= trained_score < self.band[1]
 
 
-def who_judges(judges: "JudgeSet | None", judgment: str) -> JudgeChoice:
-    """Who decides ``judgment`` (``passage``, ``strip``, ``support``, ``usefulness``): the one
-    place every stage asks. ``judges.choice(judgment)`` (measured per knowledge base by the
-    compile, docs/judges.md "The choice"), or the LM when the program has no trained judges."""
+def who_judges(judges: "JudgeSet | None", judgment: Judgment) -> JudgeChoice:
+    """Who decides ``judgment`` (a ``program.judges.judgments`` record): the one place every
+    stage asks. ``judges.choice(judgment)`` (measured per knowledge base by the compile,
+    docs/judges.md "The choice"), or the LM when the program has no trained judges."""
     return judges.choice(judgment) if judges is not None else JudgeChoice("lm")
-
-
-def judged_text(passage) -> str:
-    """The text a judge reads for ``passage``: a web page's title, then its text.
-
-    A knowledge-base chunk states its subject in its text, as the training passages do; a web
-    page's paragraphs often do not ("In 1996 Chiculiță retired as an athlete..."): its subject
-    is the page title, so the title is read too, or the page looks like a namesake's.
-    """
-    title = (passage.title or "").strip()
-    if passage.source != "web" or not title or passage.text.lstrip().startswith(title):
-        return passage.text
-    return f"{title}. {passage.text}"
-
-
-def strip_inputs(question: str, strip: str, cosine: float, source, passage_cosine: float) -> tuple[list[float], list[str]]:
-    """The strip judge's inputs ``(dense features, cue pairs)`` for one strip (CRAG §4.4).
-
-    Args:
-        strip: the strip's text; cosine: its cosine with the question.
-        source: the ``Passage`` it came from (None: the strip is its own context).
-        passage_cosine: the source passage's cosine with the question (``judged_text``).
-
-    A web page's sentence is about the page's subject, so it is read with the page's title,
-    as the page is (``judged_text``). Training (``program.judges.pairs``) builds its rows here too.
-    """
-    context = judged_text(source) if source is not None else strip
-    text = judged_text(replace(source, text=strip)) if source is not None else strip
-    return strip_features(question, text, cosine, context, passage_cosine), cue_pairs(question, text)
 
 
 @dataclass
@@ -102,7 +70,7 @@ class JudgeSet:
     """The trained judges, their thresholds and choices, and the embedder they read.
 
     Attributes:
-        judges: ``passage`` / ``strip`` / ``support`` -> ``LinearJudge``.
+        judges: a judgment's name (``program.judges.judgments.TRAINED``) -> its ``LinearJudge``.
         choices: the same keys -> ``JudgeChoice``.
         thresholds: the evaluator's default ``lower`` / ``upper``, ``strip_keep`` (a strip is
             kept at or above it), ``support_fully`` and ``support_partially`` (support score ->
@@ -151,25 +119,30 @@ class JudgeSet:
             own = None
         return {**self.thresholds, **(own or {})}
 
-    def choice(self, judgment: str) -> JudgeChoice:
-        """Who decides ``judgment``: the choice measured on the current knowledge base
-        (``use_corpus``), else the overall one, else its trained judge when there is one,
-        else the LM.
+    def has(self, judgment: Judgment) -> bool:
+        """True when a trained judge can score ``judgment`` (its own, or the one it reads)."""
+        return judgment.judge.name in self.judges
 
-        Usefulness has no labeled rows of its own; it is read by the passage judge
-        (``program.stages.usefulness``), so it borrows the passage judgment's choice: the LM where the
-        LM judges passages, else the trained judge. A cascade's band was calibrated on passage
-        scores, not answers', so it is not applied to answers.
+    def choice(self, judgment: Judgment | str) -> JudgeChoice:
+        """Who decides ``judgment`` (a record or its name): the choice measured on the current
+        knowledge base (``use_corpus``), else the overall one, else its trained judge when there
+        is one, else the LM.
+
+        A judgment that ``reads`` another's judge (usefulness, read by the passage judge in
+        ``program.stages.usefulness``) and has no measured choice borrows that one's: the LM
+        where the LM judges passages, else the trained judge. A cascade's band was calibrated on
+        passage scores, not answers', so it is not applied to answers.
         """
+        judgment = as_judgment(judgment)
         own = self.choices_by_corpus.get(self.corpus, {})
-        measured = own.get(judgment) or self.choices.get(judgment)
+        measured = own.get(judgment.name) or self.choices.get(judgment.name)
         if measured is not None:
             return measured
-        if judgment == "usefulness":
+        if judgment.reads is not None:
             # measured on the help centre's dev answers: the trained passage judge scored 30 of 31
             # right answers below the retry threshold there, where the LM judges passages
-            return JudgeChoice("lm" if self.choice("passage").use == "lm" else "trained")
-        return JudgeChoice("trained" if judgment in self.judges else "lm")
+            return JudgeChoice("lm" if self.choice(judgment.reads).use == "lm" else "trained")
+        return JudgeChoice("trained" if self.has(judgment) else "lm")
 
     def report(self) -> dict:
         """Who decides each judgment, for the trace, ``ask`` and ``/healthz``: ``{"judgments":
@@ -177,7 +150,7 @@ class JudgeSet:
         bool}`` (``calibrated_here``: the judges learned from rows of this knowledge base, labeled
         or its own), plus
         ``adapted_from`` (the adaptation's name, documents, rows and date) when adapted."""
-        out = {"judgments": {j: self.choice(j).use for j in REPORTED_JUDGMENTS},
+        out = {"judgments": {name: self.choice(j).use for name, j in JUDGMENTS.items()},
                "adapted": bool(self.adapted), "corpus": self.corpus,
                "calibrated_here": bool(self.corpus) and self.corpus in self.thresholds_by_corpus}
         if self.adapted:
@@ -208,59 +181,22 @@ class JudgeSet:
                 self._vectors.popitem(last=False)
         return np.stack([known[t] for t in texts])
 
-    def passage_scores(self, question: str, passages) -> list[float]:
-        """Relevance in [0, 1] of each passage (``program.types.Passage``) to the question.
-
-        A knowledge-base passage's retrieval cosine (``passage.score``) is reused; other
-        passages (web pages) are embedded here, cut to 2,000 characters.
-        """
-        if not passages:
-            return []
-        cosines = self._passage_cosines(question, passages)
-        judge = self.judges["passage"]
-        return [judge.score(passage_features(question, judged_text(p), c), cue_pairs(question, judged_text(p)))
-                for p, c in zip(passages, cosines)]
-
-    def _passage_cosines(self, question: str, passages) -> list[float]:
-        """Question-passage cosines: a knowledge-base passage's retrieval score, else embedded here."""
-        cosines = [p.score if p.source == "kb" and p.score else None for p in passages]
-        missing = [i for i, c in enumerate(cosines) if c is None]
-        if missing:
-            vectors = self._encode([question] + [judged_text(passages[i])[:2000] for i in missing])
-            for i, v in zip(missing, vectors[1:] @ vectors[0]):
-                cosines[i] = float(v)
-        return cosines
-
-    def strip_scores(self, question: str, strips, passages, cosines: list[float] | None = None) -> list[float]:
-        """Relevance in [0, 1] of each strip (``program.types.Strip``) to the question.
+    def score(self, judgment: Judgment, **items) -> list[float]:
+        """Scores in [0, 1] of ``judgment``'s trained judge, one per item scored.
 
         Args:
-            passages: the passages the strips came from (their text is the strips' context).
-            cosines: question-strip cosines when the caller already embedded the strips.
-        """
-        if not strips:
-            return []
-        if cosines is None:
-            vectors = self._encode([question] + [s.text for s in strips])
-            cosines = (vectors[1:] @ vectors[0]).tolist()
-        by_id = {p.id: p for p in passages}
-        passage_cos = dict(zip((p.id for p in passages), self._passage_cosines(question, passages)))
-        judge = self.judges["strip"]
-        scores = []
-        for strip, cos in zip(strips, cosines):
-            dense, cues = strip_inputs(question, strip.text, float(cos), by_id.get(strip.source_id),
-                                       float(passage_cos.get(strip.source_id, 0.0)))
-            scores.append(judge.score(dense, cues))
-        return scores
+            judgment: a ``program.judges.judgments`` record.
+            items: what its ``inputs`` reads: ``question`` and ``passages`` (``Passage``; a
+                knowledge-base passage's retrieval cosine is reused, a web page is embedded,
+                cut to 2,000 characters); ``question``, ``strips`` (``Strip``), the ``passages``
+                they came from and optionally ``cosines`` (question-strip, already computed);
+                or ``claim``, ``evidence``, ``lexical_verdict`` and ``question`` (one item).
 
-    def support_score(self, claim: str, evidence: str, lexical_verdict: float, question: str = "") -> float:
-        """Probability in [0, 1] that ``evidence`` states ``claim`` (Self-RAG IsSup; MiniCheck's
-        check). ``question``: the question the claim answers, whose words are not evidence of it."""
-        sentences = evidence_sentences(evidence) or [evidence]
-        vectors = self._encode([claim, evidence[:2000]] + sentences)
-        cosines = (vectors[2:] @ vectors[0]).tolist()
-        dense = support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict, question)
-        return self.judges["support"].score(dense)
+        Raises:
+            KeyError: no trained judge for it (``has``).
+        """
+        judge = self.judges[judgment.judge.name]
+        return [judge.score(dense, cues) for dense, cues in judgment.inputs(self._encode, **items)]
 
     def support_verdict(self, score: float) -> str:
         """Self-RAG's verdict for a support score, by the calibrated thresholds."""

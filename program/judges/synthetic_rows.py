@@ -28,7 +28,7 @@ from collections import defaultdict
 
 from program.judges import pairs as jd
 from program.judges.sources import SourcePairs
-from program.judges.store import judged_text
+from program.judges.judgments import judged_text
 from program.stages.refine import decompose
 from program.types import Passage
 

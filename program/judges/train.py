@@ -33,8 +33,8 @@ from program.app import resources
 from program.app.resources import web_backend
 from program.judges import JudgeChoice, JudgeSet, LinearJudge, save_judges
 from program.judges import pairs as jd
-from program.judges.features import PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES
-from program.judges.store import JUDGMENTS, corpus_key
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED, Judgment
+from program.judges.store import corpus_key
 
 GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
 LABELED_SUPPORT_WEIGHT = 10.0
@@ -42,13 +42,34 @@ POPQA_CLAIM_WEIGHT = 3.0
 SEED = 0
 
 
-def _fit(name, names, pairs: jd.Pairs, c=1.0) -> LinearJudge:
+def fit_judge(judgment: Judgment, pairs: jd.Pairs, c=1.0, weights: np.ndarray | None = None) -> LinearJudge:
+    """``judgment``'s trained judge, fitted on ``pairs`` (its features, cue pairs when the pairs
+    have them, 0/1 labels; ``weights`` per row, default equal).
+
+    Raises:
+        ValueError: a single label class, or mismatched lengths (``LinearJudge.fit``)."""
     dense, labels = pairs.arrays()
-    return LinearJudge.fit(name, names, dense, labels, pairs.cues, c=c, seed=SEED)
+    return LinearJudge.fit(judgment.name, list(judgment.feature_names), dense, labels, pairs.cues, c=c,
+                           sample_weight=weights, seed=SEED)
 
 
-def out_of_fold(name, names, pairs: jd.Pairs, folds: int = 5, c=1.0, weights: np.ndarray | None = None) -> np.ndarray:
+def trained_set(fitted: dict[Judgment, LinearJudge], **fields) -> JudgeSet:
+    """A ``JudgeSet`` of the ``fitted`` judges, each deciding its judgment (``JudgeChoice("trained")``)
+    until the compile measures otherwise; ``fields``: the rest of ``JudgeSet``'s (thresholds, ...)."""
+    return JudgeSet({j.name: judge for j, judge in fitted.items()},
+                    choices={j.name: JudgeChoice("trained") for j in fitted}, **fields)
+
+
+def pair_scores(judges: JudgeSet, judgment: Judgment, pairs: jd.Pairs) -> np.ndarray:
+    """``judgment``'s trained scores in [0, 1] for already-featurised ``pairs`` (one per row)."""
+    judge = judges.judges[judgment.name]
+    cues = pairs.cues if pairs.cues is not None else [None] * len(pairs)
+    return np.array([judge.score(d, c) for d, c in zip(pairs.dense, cues)])
+
+
+def out_of_fold(judgment: Judgment, pairs: jd.Pairs, folds: int = 5, c=1.0, weights: np.ndarray | None = None) -> np.ndarray:
     """Scores of each training row from a judge trained on the other folds (grouped by question)."""
+    name, names = judgment.name, list(judgment.feature_names)
     groups = sorted(set(pairs.groups))
     fold_of = {g: i % folds for i, g in enumerate(np.random.default_rng(SEED).permutation(groups))}
     scores = np.zeros(len(pairs))
@@ -158,10 +179,10 @@ def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple
 def _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder) -> tuple[LinearJudge, jd.Pairs, dict, dict]:
     """``(passage judge, its training pairs, PopQA thresholds, thresholds by corpus)`` from the train splits."""
     popqa_train = jd.popqa_passage_pairs(train_q, popqa_kb)
-    adv_train = jd.adversarial_passage_pairs(adv["grading"]["train"], adv["queries"]["train"], adversarial_kb, embedder)
+    adv_train = jd.adversarial_passage_pairs(adv[PASSAGE.rows]["train"], adv["queries"]["train"], adversarial_kb, embedder)
     passage_pairs = jd.Pairs().extend(popqa_train).extend(adv_train)
-    passage = _fit("passage", PASSAGE_NAMES, passage_pairs)
-    oof = out_of_fold("passage", PASSAGE_NAMES, passage_pairs)
+    passage = fit_judge(PASSAGE, passage_pairs)
+    oof = out_of_fold(PASSAGE, passage_pairs)
     n_pop = len(popqa_train)
     # Thresholds per knowledge base, each on its own training questions' top-3 passages:
     # one judge's scores mean different things on encyclopedia pages and help-centre pages.
@@ -183,9 +204,9 @@ def _strip_judge(train_q, adv, popqa_kb, web, embedder) -> tuple[LinearJudge, jd
     """``(strip judge, its training pairs, keep threshold)``; the threshold is the best out-of-fold F1's."""
     strip_pairs = (jd.popqa_strip_pairs(train_q, popqa_kb, embedder)
                    .extend(jd.popqa_web_strip_pairs(train_q, web, embedder))
-                   .extend(jd.adversarial_strip_pairs(adv["strips"]["train"], embedder)))
-    strip = _fit("strip", STRIP_NAMES, strip_pairs)
-    strip_oof = out_of_fold("strip", STRIP_NAMES, strip_pairs)
+                   .extend(jd.adversarial_strip_pairs(adv[STRIP.rows]["train"], embedder)))
+    strip = fit_judge(STRIP, strip_pairs)
+    strip_oof = out_of_fold(STRIP, strip_pairs)
     keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
     return strip, strip_pairs, keep
 
@@ -196,14 +217,13 @@ def _support_judge(train_q, docs: dict, adv, popqa_kb, embedder) -> tuple[Linear
     synthetic = jd.synthetic_support_pairs(train_docs, embedder)
     claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)
     support_pairs = (jd.Pairs(cues=None).extend(synthetic).extend(claims)
-                     .extend(jd.support_rows_pairs(adv["support"]["train"], embedder)))
+                     .extend(jd.support_rows_pairs(adv[SUPPORT.rows]["train"], embedder)))
     # the hand-labeled rows weigh as much as the synthetic ones together (paraphrase, partial
     # support); the PopQA claims, answers as the generator states them, in between
     weights = np.array([1.0] * len(synthetic) + [POPQA_CLAIM_WEIGHT] * len(claims)
                        + [LABELED_SUPPORT_WEIGHT] * (len(support_pairs) - len(synthetic) - len(claims)))
-    dense, labels = support_pairs.arrays()
-    support = LinearJudge.fit("support", SUPPORT_NAMES, dense, labels, None, sample_weight=weights, seed=SEED)
-    support_oof = out_of_fold("support", SUPPORT_NAMES, support_pairs, weights=weights)
+    support = fit_judge(SUPPORT, support_pairs, weights=weights)
+    support_oof = out_of_fold(SUPPORT, support_pairs, weights=weights)
     labeled = [i for i, g in enumerate(support_pairs.groups) if g.startswith("support-")]
     popqa_rows = slice(len(synthetic), len(synthetic) + len(claims))
     lo, hi, _ = calibrate_support_sets(np.asarray(support_pairs.targets)[labeled], support_oof[labeled],
@@ -231,7 +251,7 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
 
     train_q, dev_q = load_questions(split="train"), load_questions(split="dev")
     adv = {kind: {s: adversarial.load_rows(kind, s) for s in ("train", "dev")}
-           for kind in ("grading", "queries", "strips", "support")}
+           for kind in [j.rows for j in TRAINED] + ["queries"]}
 
     log_step(f"passage pairs ({len(train_q)} PopQA train questions, adversarial train rows)")
     passage, passage_pairs, thresholds, by_corpus = _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder)
@@ -243,13 +263,12 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     docs = {r["doc_id"]: r["text"] for r in read_jsonl(KNOWLEDGE_BASE_PATH)}
     support, support_pairs, lo, hi = _support_judge(train_q, docs, adv, popqa_kb, embedder)
 
-    judges = JudgeSet({"passage": passage, "strip": strip, "support": support},
-                      choices={k: JudgeChoice("trained") for k in JUDGMENTS},
-                      thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
-                      thresholds_by_corpus=by_corpus, embedder=embedder)
+    judges = trained_set({PASSAGE: passage, STRIP: strip, SUPPORT: support},
+                         thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
+                         thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")
     judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
-    judges.figures["train_rows"] = {"passage": len(passage_pairs), "strip": len(strip_pairs), "support": len(support_pairs)}
+    judges.figures["train_rows"] = {j.name: len(p) for j, p in ((PASSAGE, passage_pairs), (STRIP, strip_pairs), (SUPPORT, support_pairs))}
     judges.figures["seconds"] = round(time.perf_counter() - started, 1)
     return judges
 
@@ -263,7 +282,7 @@ def _popqa_passage_figures(judges: JudgeSet, dev_q, popqa_kb) -> dict:
     """PopQA dev passage figures: AUC and the "any top-3 relevant" accuracy, beside plain cosine's."""
     t = judges.thresholds
     pop = jd.popqa_passage_pairs(dev_q, popqa_kb)
-    scores = np.array([judges.judges["passage"].score(d, c) for d, c in zip(pop.dense, pop.cues)])
+    scores = pair_scores(judges, PASSAGE, pop)
     cosine = np.array([d[0] for d in pop.dense])
     top3 = np.array([i < 3 for g in _runs(pop.groups) for i in range(g)])
     any_rel = {g: False for g in pop.groups}
@@ -282,14 +301,14 @@ def _popqa_passage_figures(judges: JudgeSet, dev_q, popqa_kb) -> dict:
 def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder) -> dict:
     """Adversarial dev figures: action accuracy and confusion on the queries, band accuracy and AUC on the grading rows."""
     adv_pairs = jd.adversarial_passage_pairs([], adv["queries"]["dev"], adversarial_kb, embedder)
-    adv_scores = [judges.judges["passage"].score(d, c) for d, c in zip(adv_pairs.dense, adv_pairs.cues)]
+    adv_scores = pair_scores(judges, PASSAGE, adv_pairs)
     top3 = [i < 3 for g in _runs(adv_pairs.groups) for i in range(g)]
     best_adv = question_best([g for g, k in zip(adv_pairs.groups, top3) if k], [s for s, k in zip(adv_scores, top3) if k])
     expected = {r["id"]: r["expected_action"] for r in adv["queries"]["dev"] if r.get("needs_retrieval", True)}
     ta = judges.thresholds_for(adversarial_kb)  # calibrated on the adversarial train queries
     predicted = {q: action_of(best_adv.get(q, 0.0), ta["lower"], ta["upper"]) for q in expected}
-    grading = jd.adversarial_passage_pairs(adv["grading"]["dev"], [], adversarial_kb, embedder)
-    grade_scores = [judges.judges["passage"].score(d, c) for d, c in zip(grading.dense, grading.cues)]
+    grading = jd.adversarial_passage_pairs(adv[PASSAGE.rows]["dev"], [], adversarial_kb, embedder)
+    grade_scores = pair_scores(judges, PASSAGE, grading)
     bands = [action_of(r, 0.2, 0.6) for r in grading.targets]  # relevance label -> band, as the LM's metric
     return {
         "queries": len(expected),
@@ -305,17 +324,17 @@ def _strip_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder, web=None) -
     """``(PopQA dev strip figures, adversarial dev strip figures)``: AUC and F1 at the keep threshold."""
     t = judges.thresholds
     pop_strips = jd.popqa_strip_pairs(dev_q, popqa_kb, embedder)
-    pop_strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(pop_strips.dense, pop_strips.cues)])
+    pop_strip_scores = pair_scores(judges, STRIP, pop_strips)
     popqa = {"strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
              "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])}
     if web is not None:  # the web pages' strips, labeled as in training
         web_strips = jd.popqa_web_strip_pairs(dev_q, web, embedder)
-        web_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(web_strips.dense, web_strips.cues)])
+        web_scores = pair_scores(judges, STRIP, web_strips)
         popqa.update({
             "web_strips": len(web_strips), "web_strip_auc": auc(web_strips.labels, web_scores),
             "web_strip_f1": f1(web_strips.labels, web_scores >= t["strip_keep"])})
-    strips = jd.adversarial_strip_pairs(adv["strips"]["dev"], embedder)
-    strip_scores = np.array([judges.judges["strip"].score(d, c) for d, c in zip(strips.dense, strips.cues)])
+    strips = jd.adversarial_strip_pairs(adv[STRIP.rows]["dev"], embedder)
+    strip_scores = pair_scores(judges, STRIP, strips)
     return popqa, {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
                    "auc": auc(strips.labels, strip_scores)}
 
@@ -323,17 +342,17 @@ def _strip_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder, web=None) -
 def _support_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder) -> tuple[dict, dict]:
     """``(adversarial dev support figures, PopQA dev claim figures)``, beside word overlap's."""
     t = judges.thresholds
-    support = jd.support_rows_pairs(adv["support"]["dev"], embedder)
-    support_scores = np.array([judges.judges["support"].score(d) for d in support.dense])
-    lexical = np.array([d[SUPPORT_NAMES.index("lexical_verdict")] for d in support.dense])
+    support = jd.support_rows_pairs(adv[SUPPORT.rows]["dev"], embedder)
+    support_scores = pair_scores(judges, SUPPORT, support)
+    lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in support.dense])
     support_dev = {
         "rows": len(support),
         "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"], t["support_fully"]),
         "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
         "auc_fully": auc(support.labels, support_scores)}
     claims = jd.popqa_support_pairs(dev_q, popqa_kb, embedder)
-    claim_scores = np.array([judges.judges["support"].score(d) for d in claims.dense])
-    claim_lexical = np.array([d[SUPPORT_NAMES.index("lexical_verdict")] for d in claims.dense])
+    claim_scores = pair_scores(judges, SUPPORT, claims)
+    claim_lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
     supported = np.asarray(claims.labels, bool)
     # as the self-check decides: word overlap's "fully" stands, else the judge's score
     kept = (claim_lexical == 1.0) | (claim_scores >= t["support_partially"])

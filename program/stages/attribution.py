@@ -20,9 +20,8 @@ import dspy
 
 from program.guards.cost import step
 from program.stages.generation import cited_numbers
-from program.stages.relation import states_role
-from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, evidence_sentences, is_abstention,
-                                      lexical_support, strip_citations, without_asked_entity)
+from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, decide_support, evidence_sentences,
+                                      is_abstention, strip_citations)
 from program.types import AnswerSentence, Citation, CRAGResult, Strip
 
 # "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it, when a
@@ -66,15 +65,10 @@ def support(sentence: str, strip: Strip, question: str, judges=None) -> tuple[st
         ``("no", 0.0)`` when the question asks a role the strip does not state for the
         sentence's answer (``program.stages.relation.states_role``).
     """
-    if not states_role(sentence, strip.text, question):  # a swapped role shares every word
-        return "no", 0.0
-    claim = without_asked_entity(sentence, question)
-    lexical = lexical_support(claim, strip.text, question)
-    if lexical == "fully" or judges is None or "support" not in getattr(judges, "judges", {}):
-        return lexical, VERDICT_VALUE[lexical]
-    score = judges.support_score(claim, strip.text, VERDICT_VALUE[lexical], question)
-    verdict = max(lexical, judges.support_verdict(score), key=RANKED_VERDICTS.index)
-    return verdict, round(max(score, VERDICT_VALUE[lexical]), 4)
+    decided = decide_support(sentence, strip.text, question, judges)  # quote=None: no LM call
+    if decided.score is None:
+        return decided.verdict, VERDICT_VALUE[decided.verdict]
+    return decided.verdict, round(max(decided.score, VERDICT_VALUE[decided.lexical]), 4)
 
 
 def cite_sentence(sentence: str, strips: list[Strip], question: str, judges=None) -> AnswerSentence:

@@ -16,7 +16,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from program.guards.caps import CapReached, QuestionCaps, guarded
 from program.guards.cost import step
-from program.judges.store import REPORTED_JUDGMENTS
+from program.judges.judgments import JUDGMENTS, PASSAGE
 from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
@@ -128,12 +128,11 @@ class CRAG(dspy.Module):
         """Who decides each judgment (``program.judges.JudgeSet.report``); with no trained judges,
         the LM decides all of them and nothing was adapted."""
         if self.judges is None:
-            return {"judgments": {j: "similarity" if j == "passage" else "lm" for j in REPORTED_JUDGMENTS},
+            return {"judgments": {name: "similarity" if j is PASSAGE else "lm" for name, j in JUDGMENTS.items()},
                     "adapted": False, "corpus": "", "calibrated_here": False}
         report = self.judges.report()
         # CRAG never asks the LM to grade a passage (``_evaluate``): say what scores them
-        has_trained = "passage" in getattr(self.judges, "judges", {})
-        report["judgments"] = {**report["judgments"], "passage": "trained" if has_trained else "similarity"}
+        report["judgments"] = {**report["judgments"], PASSAGE.name: "trained" if self.judges.has(PASSAGE) else "similarity"}
         return report
 
     @property

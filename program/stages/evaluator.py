@@ -19,6 +19,7 @@ from __future__ import annotations
 import dspy
 
 from program.judges.features import STALE_CUES
+from program.judges.judgments import PASSAGE
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG, supports_logprobs
 from program.lm.token_scores import field_probability
@@ -168,8 +169,8 @@ class RetrievalEvaluator(dspy.Module):
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
                 lower: float = 0.2, upper: float = 0.6, ask_lm: bool = True) -> list[ChunkGrade]:
-        trained = "passage" in getattr(self.judges, "judges", {})
-        if who_judges(self.judges, "passage").trained or (trained and not ask_lm):
+        trained = self.judges is not None and self.judges.has(PASSAGE)
+        if who_judges(self.judges, PASSAGE).trained or (trained and not ask_lm):
             return self._judge(question, passages, upper, lower, ask_lm)
         if not ask_lm:
             return [similarity_grade(p, lower, upper) for p in passages]
@@ -186,9 +187,9 @@ class RetrievalEvaluator(dspy.Module):
 
     def _judge(self, question: str, passages: list[Passage], upper: float, lower: float,
                ask_lm: bool = True) -> list[ChunkGrade]:
-        choice = who_judges(self.judges, "passage")
+        choice = who_judges(self.judges, PASSAGE)
         grades = []
-        for passage, score in zip(passages, self.judges.passage_scores(question, passages)):
+        for passage, score in zip(passages, self.judges.score(PASSAGE, question=question, passages=passages)):
             if ask_lm and choice.asks_lm(score):
                 grade = self._grade_one(question, passage)
                 grade.explanation = f"trained {score:.3f} inside the band {choice.band}: LM grade; " + grade.explanation

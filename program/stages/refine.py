@@ -20,6 +20,7 @@ import dspy
 import numpy as np
 
 from program.guards.caps import report_cap
+from program.judges.judgments import STRIP
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.instructions import set_aside_instructions
@@ -176,11 +177,12 @@ class KnowledgeRefiner(dspy.Module):
         seen: set[str] = set()  # the same sentence twice (duplicated documents) is graded once
         strips = [s for s in strips if not (s.text in seen or seen.add(s.text))]
         similarity = self._similarity(question, strips)
-        choice = who_judges(self.judges, "strip")
+        choice = who_judges(self.judges, STRIP)
         trained = choice.trained
         threshold = self.judges.thresholds.get("strip_keep", self.keep_threshold) if trained else self.keep_threshold
         if trained:
-            for strip, score in zip(strips, self.judges.strip_scores(question, strips, passages, similarity)):
+            for strip, score in zip(strips, self.judges.score(STRIP, question=question, strips=strips,
+                                                                          passages=passages, cosines=similarity)):
                 strip.relevance = round(score, 4)
             ask = [s for s in self._prefilter(strips, similarity) if choice.asks_lm(s.relevance)]
         else:

@@ -16,12 +16,14 @@ for the claim's answer (``program.stages.relation``). Verdicts: fully | partiall
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import dspy
 
 from program.guards.caps import report_cap
 from program.judges.features import entity_names, evidence_sentences  # noqa: F401 - public here too
-from program.judges.store import who_judges
+from program.judges.judgments import SUPPORT
+from program.judges.store import JudgeChoice, who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.generation import cited_numbers
 from program.stages.relation import states_role
@@ -113,6 +115,72 @@ def strip_citations(text: str) -> str:
     return _STRIP_REFERENCE.sub("", re.sub(r"\s*\[\d+\]", "", text)).strip()
 
 
+class Support(NamedTuple):
+    """One IsSup decision: ``verdict`` (``fully | partially | no``), the trained judge's ``score``
+    in [0, 1] (None when it did not score) and the word-overlap verdict (``lexical``) it began from."""
+
+    verdict: str
+    score: float | None
+    lexical: str
+
+
+def decide_support(claim: str, evidence: str, question: str = "", judges=None, quote=None,
+                   choice: JudgeChoice | None = None) -> Support:
+    """Self-RAG's IsSup verdict (Asai et al. 2023 §3.1) for ``claim`` against ``evidence``: the one
+    rule the self-check, the citations (``program.stages.attribution``) and the compile's judge
+    choice (``optimize.judge_choice``) decide claim support by.
+
+    In order, the first that decides:
+
+    1. a who-question's role the evidence does not state for the claim's answer: ``no``
+       (``program.stages.relation.states_role``);
+    2. one evidence sentence that states the claim's words (``lexical_support``): ``fully``;
+    3. the trained support judge (MiniCheck's check), when there is one and either no LM may be
+       asked (``quote`` is None) or the compile's choice trusts it (``trained``, or ``cascade``
+       outside its band): the better of its calibrated verdict and the word-overlap one;
+    4. the LM (``CheckClaimSupport``): the better of the word-overlap verdict and
+       ``judge_support`` of the sentence it quotes; an unparseable reply leaves the overlap one.
+
+    Args:
+        claim: the claim, with or without ``[n]`` markers; the question's own name words are
+            left out of it (``without_asked_entity``).
+        evidence: the text that may state it (a strip, or the cited strips joined).
+        judges: a ``program.judges.JudgeSet``, or None (word overlap, then the LM).
+        quote: ``quote(claim, evidence) -> str``, the LM's quote, raising on an unparseable
+            reply; None when no LM call may be made (the citations make none).
+        choice: who decides, in place of the compile's choice (``who_judges``): the compile
+            measures each candidate by this rule.
+
+    Returns:
+        a ``Support``; its score is rounded to 4 decimals.
+    """
+    claim = strip_citations(claim)
+    if not states_role(claim, evidence, question):  # "producer" where the strips say "directed by"
+        return Support("no", None, "no")
+    claim = without_asked_entity(claim, question)
+    lexical = lexical_support(claim, evidence, question)
+    if lexical == "fully":  # the cheap path: no judge, no LM call
+        return Support(lexical, None, lexical)
+    if quote is None:
+        choice = JudgeChoice("trained")
+    elif choice is None:
+        choice = who_judges(judges, SUPPORT)
+    score = None
+    if judges is not None and judges.has(SUPPORT) and choice.trained:
+        score = round(judges.score(SUPPORT, claim=claim, evidence=evidence, lexical_verdict=VERDICT_VALUE[lexical],
+                                   question=question)[0], 4)
+        if quote is None or not choice.asks_lm(score):
+            return Support(max(lexical, judges.support_verdict(score), key=RANKED_VERDICTS.index), score, lexical)
+    if quote is None:
+        return Support(lexical, score, lexical)
+    try:
+        quoted = quote(claim, evidence)
+    except Exception:  # unparseable: the word-overlap verdict stands
+        return Support(lexical, score, lexical)
+    return Support(max(lexical, judge_support(claim, quoted, evidence, question), key=RANKED_VERDICTS.index),
+                   score, lexical)
+
+
 class ClaimChecker(dspy.Module):
     """Extract the answer's claims and check each against its evidence.
 
@@ -161,7 +229,7 @@ class ClaimChecker(dspy.Module):
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
             cited = cited_numbers(self._sentence_for(text, answer_sentences), len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
-            verdict, score = self._check(without_asked_entity(text, question), evidence, question)
+            verdict, score = self._check(text, evidence, question)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))
         return claims
 
@@ -171,24 +239,13 @@ class ClaimChecker(dspy.Module):
         return max(sentences, key=lambda s: len(words & set(s.lower().split())), default="")
 
     def _check(self, claim: str, evidence: list[Strip], question: str = "") -> tuple[str, float]:
-        """``(verdict, trained score or -1.0)`` for one claim against its evidence strips."""
+        """``(verdict, trained score or -1.0)`` for one claim against its evidence strips
+        (``decide_support``, the LM asked when the judge choice says so)."""
         if not evidence:
             return "no", -1.0
-        text = "\n".join(s.text for s in evidence)
-        if not states_role(claim, text, question):  # "producer" where the strips say "directed by"
-            return "no", -1.0
-        # Cheap path first: an evidence sentence that already states the claim needs no LM call.
-        lexical = lexical_support(claim, text, question)
-        if lexical == "fully":
-            return lexical, -1.0
-        score = -1.0
-        choice = who_judges(self.judges, "support")
-        if choice.trained:
-            score = round(self.judges.support_score(strip_citations(claim), text, VERDICT_VALUE[lexical], question), 4)
-            if not choice.asks_lm(score):
-                return self.judges.support_verdict(score), score
-        try:
-            out = self.support(claim=strip_citations(claim), evidence=text, config=CRITIQUE_CONFIG)
-        except Exception:  # unparseable: the word-overlap verdict stands
-            return lexical, score
-        return max(lexical, judge_support(claim, out.quote, text, question), key=RANKED_VERDICTS.index), score
+        decided = decide_support(claim, "\n".join(s.text for s in evidence), question, self.judges, self._quote)
+        return decided.verdict, -1.0 if decided.score is None else decided.score
+
+    def _quote(self, claim: str, evidence: str) -> str:
+        """The evidence sentence ``CheckClaimSupport`` quotes for the claim (raises when unparseable)."""
+        return self.support(claim=claim, evidence=evidence, config=CRITIQUE_CONFIG).quote

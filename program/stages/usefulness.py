@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dspy
 
+from program.judges.judgments import USEFULNESS
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.selfcheck import strip_citations
@@ -49,7 +50,7 @@ class UsefulnessJudge(dspy.Module):
         The evaluator's own thresholds may be calibrated on the LM's passage probabilities
         (``optimize.lm_thresholds``: .55 on the help centre), which say nothing of the
         LM's yes / no here: read against them, an unparsed verdict (0.5) was retried."""
-        if not who_judges(self.judges, "usefulness").trained:
+        if not who_judges(self.judges, USEFULNESS).trained:
             return LM_THRESHOLD
         return trained_lower
 
@@ -57,10 +58,10 @@ class UsefulnessJudge(dspy.Module):
         if self.judges is None:
             return NOT_JUDGED
         text = strip_citations(answer)
-        if not who_judges(self.judges, "usefulness").trained:
+        if not who_judges(self.judges, USEFULNESS).trained:
             try:
                 return 1.0 if self.judge(question=question, answer=text, config=CRITIQUE_CONFIG).useful else 0.0
             except Exception:  # unparseable: no verdict either way
                 return 0.5
         # the answer is embedded like a web page (score 0 makes the judge compute its cosine)
-        return round(self.judges.passage_scores(question, [Passage("answer", text, source="answer")])[0], 4)
+        return round(self.judges.score(USEFULNESS, question=question, passages=[Passage("answer", text, source="answer")])[0], 4)

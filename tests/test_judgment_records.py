@@ -1,0 +1,123 @@
+"""One record per judgment, one scoring entry, one rule for claim support."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from program.judges import JudgeChoice
+from program.judges.judgments import JUDGMENTS, PASSAGE, STRIP, SUPPORT, TRAINED, USEFULNESS, as_judgment
+from program.stages.attribution import support as attribution_support
+from program.stages.crag import CRAG
+from program.stages.selfcheck import ClaimChecker, decide_support, lexical_support
+from program.types import Passage, Strip
+from tests.conftest import FOUNDING, ListKnowledgeBase
+from tests.test_judges import Q, judge_on, toy_judges
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = "|".join(JUDGMENTS)
+# where a judgment's name would be typed: asking who judges it, reading its judge, fitting one
+TYPED = [re.compile(p) for p in (
+    rf"who_judges\([^)]*[\"']({NAMES})[\"']", rf"\.choice\([\"']({NAMES})[\"']", rf"judges\[[\"']({NAMES})[\"']\]",
+    rf"\.get\([\"']({NAMES})[\"']\)", rf"LinearJudge\.fit\([\"']", rf"JudgeSet\(\{{[\"']", rf"[\"']({NAMES})[\"'] in ")]
+
+# a claim one evidence sentence half states (word overlap: "partially"), and a support judge
+# that scores every claim 0.0067 ("no")
+CLAIM = "Jane Roe founded Acme Rockets in 1999 with venture capital funding."
+EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999."
+
+
+def doubting_judges():
+    from program.judges.features import SUPPORT_NAMES
+
+    judges = toy_judges()
+    judges.judges[SUPPORT.name] = judge_on(SUPPORT.name, SUPPORT_NAMES, "coverage_best", 0.0, -5.0)
+    return judges
+
+
+def test_no_judgment_name_is_typed_outside_its_record():
+    found = []
+    for package in ("program", "optimize", "experiments"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.name == "judgments.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                found += [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for p in TYPED if p.search(line)]
+    assert found == []
+
+
+def test_the_name_tuples_are_derived_from_the_records():
+    assert list(JUDGMENTS) == ["passage", "strip", "support", "usefulness"]
+    assert [j.name for j in TRAINED] == ["passage", "strip", "support"]
+    assert list(toy_judges().report()["judgments"]) == list(JUDGMENTS)
+    assert as_judgment("strip") is STRIP and as_judgment(SUPPORT) is SUPPORT
+    with pytest.raises(KeyError):
+        as_judgment("relevance")
+
+
+def test_each_records_predictor_is_in_the_program_with_its_signature():
+    predictors = dict(CRAG(ListKnowledgeBase([FOUNDING])).named_predictors())
+    for judgment in JUDGMENTS.values():
+        assert list(predictors[judgment.predictor].signature.input_fields) == list(judgment.signature.input_fields)
+
+
+def test_one_entry_scores_every_judgment():
+    judges = toy_judges()
+    named = Passage("kb#0", FOUNDING, score=0.5)  # "Acme Rockets" in the text: name_phrase 1
+    other = Passage("kb#1", "The Danube flows through ten countries.", score=0.5)
+    assert judges.score(PASSAGE, question=Q, passages=[named, other]) == pytest.approx(
+        [1 / (1 + np.exp(-3.0)), 1 / (1 + np.exp(3.0))], abs=1e-4)
+    # usefulness reads the passage judge: the same score for the same text
+    assert judges.score(USEFULNESS, question=Q, passages=[named]) == judges.score(PASSAGE, question=Q, passages=[named])
+    strips = [Strip("kb#0", 0, "Acme Rockets was founded by Jane Roe."), Strip("kb#1", 0, "The Danube is long.")]
+    strip_scores = judges.score(STRIP, question=Q, strips=strips, passages=[named, other])
+    assert strip_scores[0] > 0.5 > strip_scores[1]
+    [support] = judges.score(SUPPORT, claim="Jane Roe founded it.", evidence=EVIDENCE, lexical_verdict=1.0, question=Q)
+    assert 0.0 < support < 1.0
+    assert judges.score(PASSAGE, question=Q, passages=[]) == []
+
+
+def test_the_self_check_and_the_citations_decide_support_by_one_rule(fake_lm):
+    # the failing input: the self-check said "no" (the judge alone) where the citations said
+    # "partially" (the better of the judge and word overlap) for the same claim and strip
+    judges = doubting_judges()
+    assert lexical_support(CLAIM, EVIDENCE, Q) == "partially"
+    decided = decide_support(CLAIM, EVIDENCE, Q, judges)
+    assert decided.verdict == "partially" and decided.lexical == "partially"
+    assert decided.score == pytest.approx(1 / (1 + np.exp(5.0)), abs=1e-4)
+    [claim] = ClaimChecker(judges=judges)(question=Q, answer=CLAIM, strips=[Strip("kb#0", 0, EVIDENCE)])
+    verdict, _ = attribution_support(CLAIM, Strip("kb#0", 0, EVIDENCE), Q, judges)
+    assert claim.support == verdict == "partially"
+    assert claim.score == decided.score
+    assert fake_lm.calls["CheckClaimSupport"] == 0
+
+
+def test_the_lm_is_asked_only_where_the_choice_says_and_never_by_the_citations():
+    judges, asked = doubting_judges(), []
+
+    def quote(claim, evidence):
+        asked.append(claim)
+        return EVIDENCE
+
+    judges.choices[SUPPORT.name] = JudgeChoice("lm")
+    assert decide_support(CLAIM, EVIDENCE, Q, judges, quote=quote) == ("partially", None, "partially")
+    assert len(asked) == 1
+    assert decide_support(CLAIM, EVIDENCE, Q, judges).score is not None  # no quote: the judge decides
+    assert len(asked) == 1
+    # a role the strip does not state is unsupported before anything is asked
+    assert decide_support("The producer of The Hunt was Craig Zobel.", "The Hunt is a film directed by Craig Zobel.",
+                          "Who was the producer of The Hunt?", judges, quote=quote).verdict == "no"
+    assert len(asked) == 1
+
+
+def test_the_compile_measures_the_support_candidates_by_the_programs_rule():
+    import dspy
+
+    from optimize.judge_choice import support_candidates
+
+    row = dspy.Example(claim=CLAIM, evidence=EVIDENCE, question=Q, support="partially")
+    figures = support_candidates(doubting_judges(), [(row, dspy.Prediction(quote="NONE"), None)])
+    assert figures == {"trained": 1.0, "cascade": 1.0, "lm": 1.0}
