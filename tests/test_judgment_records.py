@@ -121,3 +121,32 @@ def test_the_compile_measures_the_support_candidates_by_the_programs_rule():
     row = dspy.Example(claim=CLAIM, evidence=EVIDENCE, question=Q, support="partially")
     figures = support_candidates(doubting_judges(), [(row, dspy.Prediction(quote="NONE"), None)])
     assert figures == {"trained": 1.0, "cascade": 1.0, "lm": 1.0}
+
+
+def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
+    # what a new judgment needs: features, a Signature, a record with its example; here a toy
+    # one whose feature is whether the passage holds the question's numbers
+    from program.judges.judgments import Judgment, passage_cosines
+    from program.judges.train import fit_from_rows, trained_set
+    from program.text import numbers
+    from signatures import GradeRetrieval
+    from tests.test_judges import WordEmbedder
+
+    def inputs(encode, question, passages):
+        return [([float(numbers(question) <= numbers(p.text)), c], None)
+                for p, c in zip(passages, passage_cosines(encode, question, passages))]
+
+    def example(row):
+        return {"question": row["question"], "passages": [Passage(row["id"], row["passage"], source="row")]}, row["holds"]
+
+    toy = Judgment("toy", GradeRetrieval, "", "toy", ("numbers_held", "cosine"), inputs, example=example)
+    rows = [{"id": f"r{i}", "question": f"Can I send {a} in one transfer?", "passage": f"You can send up to {b} at once.",
+             "holds": a == b} for i, (a, b) in enumerate([(10, 10), (20, 10), (30, 30), (40, 30), (50, 50), (60, 50),
+                                                          (70, 70), (80, 70), (90, 90), (15, 90)])]
+    embedder = WordEmbedder()
+    judge, keep = fit_from_rows(toy, rows, embedder.encode)
+    judges = trained_set({toy: judge}, thresholds={"toy_keep": keep}, embedder=embedder)
+    held, lost = judges.score(toy, question="Can I send 25 in one transfer?",
+                              passages=[Passage("a", "You can send up to 25 at once."), Passage("b", "Up to 12 at once.")])
+    assert held > keep > lost
+    assert judges.choice(toy).use == "trained"

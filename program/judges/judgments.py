@@ -11,7 +11,9 @@ it learns from and is measured on, and the candidates the compile weighs (docs/j
 
 Every other module names a judgment by its record (``who_judges(judges, STRIP)``,
 ``judges.score(PASSAGE, ...)``); the name strings live here only. Adding a judgment is a features
-function (``program.judges.features``), a Signature (``signatures/``) and a record in ``JUDGMENTS``.
+function (``program.judges.features``), a Signature (``signatures/``), a record in ``JUDGMENTS``
+with its ``example``, and its labeled rows (``eval_sets/adversarial``): ``python -m
+program.judges.train`` then trains it, and ``judges.score(RECORD, ...)`` scores it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Judgment:
         candidates: who may decide it: ``trained``, ``cascade``, ``lm`` (``JudgeChoice.use``).
         reads: the judgment whose trained judge scores it (usefulness reads the passage judge),
             or None when it has its own.
+        example: ``example(row) -> (items, label)``: one labeled row of ``rows`` as ``inputs``'
+            items and its truth. A judgment that has it is trained on those rows alone
+            (``program.judges.train.fit_from_rows``, its keep threshold the best F1's); the three
+            above have none: their pairs come from several sources (``program.judges.pairs``).
     """
 
     name: str
@@ -54,6 +60,7 @@ class Judgment:
     inputs: Callable[..., Inputs]
     candidates: tuple[str, ...] = CANDIDATES
     reads: "Judgment | None" = None
+    example: Callable[[dict], tuple[dict, bool]] | None = None
 
     @property
     def judge(self) -> "Judgment":

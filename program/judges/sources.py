@@ -35,7 +35,7 @@ class SourcePairs:
     Attributes:
         name: ``popqa`` or a domain's name.
         kb: its knowledge base (thresholds are calibrated per knowledge base).
-        passage, strip, support: training pairs of each judge (``judge_data.Pairs``).
+        passage, strip, support: training pairs of each judge (``program.judges.pairs.Pairs``).
         expected: query id -> expected action, for the training queries whose top chunks are
             in ``passage`` (PopQA: ``correct`` when a top-3 passage is relevant, else
             ``incorrect``).

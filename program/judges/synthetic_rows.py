@@ -17,7 +17,7 @@ questions the LM wrote for its chunks (``program.judges.lm_questions``), whose a
 * strip rows: for a heading question up to 3 strips of the source chunk (relevant) beside up to 3
   strips of the best chunk of another document; for a written question the strips holding its answer
   (relevant, as FILCO labels them) beside 2 other strips of its chunk and 2 of another document;
-* support rows: ``judge_data.synthetic_support_pairs`` over the knowledge base's documents.
+* support rows: ``pairs.synthetic_support_pairs`` over the knowledge base's documents.
 
 """
 

@@ -60,6 +60,26 @@ def trained_set(fitted: dict[Judgment, LinearJudge], **fields) -> JudgeSet:
                     choices={j.name: JudgeChoice("trained") for j in fitted}, **fields)
 
 
+def fit_from_rows(judgment: Judgment, rows: list[dict], encode) -> tuple[LinearJudge, float]:
+    """``(judge, keep threshold)`` for a judgment trained on its own labeled rows alone
+    (``Judgment.example``): the threshold is the best out-of-fold F1's, as the strip judge's.
+
+    Args:
+        rows: the ``train`` rows of ``judgment.rows``, each with an ``id``.
+        encode: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows.
+
+    Raises:
+        ValueError: a single label class among the rows."""
+    pairs = jd.Pairs()
+    for row in rows:
+        items, label = judgment.example(row)
+        for dense, cues in judgment.inputs(encode, **items):
+            pairs.add(dense, cues, label, row["id"])
+    oof = out_of_fold(judgment, pairs)
+    keep = max(GRID, key=lambda t: (f1(pairs.labels, oof >= t), -abs(t - 0.5)))
+    return fit_judge(judgment, pairs), keep
+
+
 def pair_scores(judges: JudgeSet, judgment: Judgment, pairs: jd.Pairs) -> np.ndarray:
     """``judgment``'s trained scores in [0, 1] for already-featurised ``pairs`` (one per row)."""
     judge = judges.judges[judgment.name]
@@ -251,7 +271,7 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
 
     train_q, dev_q = load_questions(split="train"), load_questions(split="dev")
     adv = {kind: {s: adversarial.load_rows(kind, s) for s in ("train", "dev")}
-           for kind in [j.rows for j in TRAINED] + ["queries"]}
+           for kind in [PASSAGE.rows, STRIP.rows, SUPPORT.rows, "queries"]}
 
     log_step(f"passage pairs ({len(train_q)} PopQA train questions, adversarial train rows)")
     passage, passage_pairs, thresholds, by_corpus = _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder)
@@ -263,8 +283,14 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     docs = {r["doc_id"]: r["text"] for r in read_jsonl(KNOWLEDGE_BASE_PATH)}
     support, support_pairs, lo, hi = _support_judge(train_q, docs, adv, popqa_kb, embedder)
 
-    judges = trained_set({PASSAGE: passage, STRIP: strip, SUPPORT: support},
-                         thresholds={**thresholds, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
+    fitted, keeps = {PASSAGE: passage, STRIP: strip, SUPPORT: support}, {}
+    for judgment in TRAINED:
+        if judgment.example is not None:  # a judgment learned from its own labeled rows alone
+            log_step(f"{judgment.name} pairs")
+            fitted[judgment], keeps[f"{judgment.name}_keep"] = fit_from_rows(
+                judgment, adversarial.load_rows(judgment.rows, "train"), embedder.encode)
+    judges = trained_set(fitted, thresholds={**thresholds, "strip_keep": keep, "support_partially": lo,
+                                             "support_fully": hi, **keeps},
                          thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")
     judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
