@@ -7,8 +7,9 @@ strip. The program already knows how to judge support (Self-RAG's IsSup, the tra
 judge of ``program.judges``), so it cites for the model: each sentence of the answer keeps the
 generator's markers whose strip supports it, and a sentence left without one cites the strip
 that supports it best. A sentence no strip supports cites nothing and is marked unsupported.
-No LM call: the trained support judge scores, or, with no trained judge, the word-overlap
-verdict of ``program.stages.selfcheck.lexical_support`` decides.
+No LM call: the self-check's rule (``program.stages.selfcheck.decide_support``) with the LM left
+out: the trained support judge scores, or, with no trained judge, the word-overlap verdict of
+``program.stages.selfcheck.lexical_support`` decides.
 """
 
 from __future__ import annotations

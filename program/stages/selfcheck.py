@@ -5,12 +5,14 @@ the strips the answer cited, or all strips when the answer cited none. When one 
 sentence already holds the claim's words (numbers and negation agreeing), the claim is fully
 supported without an LM call. Otherwise the support judge the compile chose decides: the
 trained support judge (``program.judges``, MiniCheck's idea: a small model trained on
-perturbed claims, no LM call) scores it in [0, 1] and calibrated thresholds give the verdict;
+perturbed claims, no LM call) scores it in [0, 1] and calibrated thresholds give its verdict;
 or ``CheckClaimSupport`` (temperature 0) quotes the sentence that states it and
-``judge_support`` checks the quote, the better verdict standing; or the cascade (the LM only
-inside the trained score's uncertainty band). Before any of these, a claim naming the role a
-who-question asks ("the producer of …") is unsupported when its strips do not state that role
-for the claim's answer (``program.stages.relation``). Verdicts: fully | partially | no.
+``judge_support`` checks the quote; or the cascade (the LM only inside the trained score's
+uncertainty band). Either way the better of that verdict and the word-overlap one stands.
+Before any of these, a claim naming the role a who-question asks ("the producer of …") is
+unsupported when its strips do not state that role for the claim's answer
+(``program.stages.relation``). The rule is ``decide_support``, which the citations
+(``program.stages.attribution``) follow too, with no LM call. Verdicts: fully | partially | no.
 """
 
 from __future__ import annotations
