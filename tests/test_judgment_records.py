@@ -150,3 +150,20 @@ def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
                               passages=[Passage("a", "You can send up to 25 at once."), Passage("b", "Up to 12 at once.")])
     assert held > keep > lost
     assert judges.choice(toy).use == "trained"
+
+
+def test_the_compiles_popqa_rows_ask_each_judgments_own_predictor_with_its_signatures_inputs(fake_lm):
+    # the compile's judge choice reads each record's rows, predictor and Signature (PopQA dev)
+    from optimize.judge_choice import popqa_lm_rows
+    from program.app import resources
+
+    kb = resources.knowledge_base()
+    rows = popqa_lm_rows(dict(CRAG(kb).named_predictors()), kb, n=4)
+    assert list(rows) == [j.rows for j in TRAINED]
+    for judgment in TRAINED:
+        assert len(rows[judgment.rows]) == 4
+        assert all(set(e.inputs().keys()) == set(judgment.signature.input_fields) for e, _, _ in rows[judgment.rows])
+    # a claim word overlap already calls "fully" is decided without the LM, as in the program
+    asked = sum(p is not None for _, p, _ in rows[SUPPORT.rows])
+    assert fake_lm.calls["GradeRetrieval"] == 4 and fake_lm.calls["StripRelevance"] == 4
+    assert fake_lm.calls["CheckClaimSupport"] == asked
