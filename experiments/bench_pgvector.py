@@ -20,7 +20,7 @@ SOURCE_FILE = "synthetic.jsonl"
 class PgVectorIndex:
     """A filled pgvector knowledge base answering ``search`` with faiss's shapes: row ids are
     the ``j`` of chunk ids ``syn-<j>#0``. ``lexicon_seconds``: the time :func:`build_pgvector`
-    took to count the BM25 lexicon."""
+    took to count the BM25 lexicon and vacuum the postings."""
 
     def __init__(self, kb: PgVectorKnowledgeBase, lexicon_seconds: float = 0.0):
         self.kb, self.lexicon_seconds = kb, lexicon_seconds
@@ -44,10 +44,11 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
     ``batch_size``, then published in one transaction into the HNSW-indexed table.
 
     As the program's index run does (:mod:`program.retrieval.postgres.ingest`), publishing
-    writes the chunks' BM25 postings in the same transaction, and the lexicon is counted after.
+    writes the chunks' BM25 postings in the same transaction; the lexicon is counted after, and
+    the postings vacuumed.
 
     Returns:
-        The index and the seconds the writes took, the lexicon count included (tables created
+        The index and the seconds the writes took, the lexicon count and vacuum included (tables created
         beforehand, not counted).
     """
     db = Database(DatabaseURL.parse(url), max_size=2)
@@ -69,6 +70,9 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
     db.run(lambda c: publish_file(c, table, SOURCE_FILE, sha, key, len(chunks), len(chunks)), what="publish")
     t1 = time.perf_counter()
     db.run(lambda c: lexical_postings.refresh(c, table), what="count the lexicon")
+    with db.connection() as conn:  # as the index run ends: the postings vacuumed, outside a transaction
+        conn.autocommit = True
+        lexical_postings.vacuum(conn, table)
     t2 = time.perf_counter()
     seconds, lexicon = t2 - t0, t2 - t1
     db.close()

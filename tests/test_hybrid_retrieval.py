@@ -141,12 +141,41 @@ def test_fused_sql_matches_faiss_hybrid_on_a_real_postgresql(tmp_path, pg_url, e
         table = DatabaseURL.parse(pg_url).table
         with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
             indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                                    [f"{table}_postings_impact"]).fetchone()[0]
+                                    [f"{table}_postings_by_impact"]).fetchone()[0]
+            keydef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                  [f"{table}_postings_pkey"]).fetchone()[0]
             postings = {(r[0], r[1]): r[2] for r in conn.execute(f'SELECT chunk_id, lexeme, tf FROM "{table}_postings"')}
-        assert "(lexeme, impact DESC)" in indexdef
+            pages, visible = conn.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = %s",
+                                          [f"{table}_postings"]).fetchone()
+        assert pages > 0 and visible == pages  # the index run vacuumed them: index-only scans skip the table
+        # every posting the statement reads is in an index: no table page is visited for it
+        assert "(lexeme, impact DESC) INCLUDE (source_file, chunk_id, tf, dl)" in indexdef
+        assert "(lexeme, source_file, chunk_id) INCLUDE (tf, dl)" in keydef
         # the faiss index's own tokens (PostgreSQL's parser keeps "k8s.io" whole, stems "internal" to "intern")
         assert postings == {(c.chunk_id, t): n for c in faiss_kb.chunks
                             for t, n in collections.Counter(tokens(embed_text(c))).items()}
+
+
+def test_a_table_with_the_previous_impact_index_gets_the_covering_one_on_connect(tmp_path, pg_url, embedder, caplog):
+    corpus = corpus_with_rare_term(tmp_path / "c")
+    PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
+    table = DatabaseURL.parse(pg_url).table
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the previous release left it
+        conn.execute(f'DROP INDEX "{table}_postings_by_impact"')
+        conn.execute(f'CREATE INDEX "{table}_postings_impact" ON "{table}_postings" (lexeme, impact DESC)')
+        conn.execute(f"""UPDATE "{table}_meta" SET manifest = jsonb_set(manifest, '{{lexical,format}}', '"postings-1"')""")
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
+        with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
+            assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+    assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
+        "rebuilt its BM25 postings' index (indexed by an earlier version)"]
+    with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
+        with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:  # upgraded once
+            assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
+    assert len(caplog.records) == 1
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [f"{table}_postings"])}
+    assert f"{table}_postings_by_impact" in names and f"{table}_postings_impact" not in names
 
 
 def test_a_table_indexed_before_hybrid_search_is_upgraded_on_connect(tmp_path, pg_url, embedder, caplog):

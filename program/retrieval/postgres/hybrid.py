@@ -21,8 +21,9 @@ Parts of the statement, as common table expressions:
   labeled domains' and PopQA's dev questions this ranking gives the same fused top 5 as
   scoring every chunk; a chunk outside every term's best postings and outside the candidates
   is not ranked, which is where the two can differ;
-* the fused ranking, ``sum of weight / (k + rank)``, ties to the better rank, dense first; each
-  row's score is its cosine to the query, as dense search reports it.
+* the fused ranking, ``sum of weight / (k + rank)``, ties to the better rank, dense first; its
+  first ``k`` are joined to their chunks (not all of the up to ``2 * depth`` fused ones), each
+  row's score its cosine to the query, as dense search reports it.
 
 A ranking given depth 0 is left out, so the same statement serves ``mode="lexical"``.
 """
@@ -76,10 +77,11 @@ fused AS (
     SELECT source_file, chunk_id, sum(w / (%(rrf_k)s + r)) AS f, min(r * 2 + src) AS first FROM (
         SELECT source_file, chunk_id, r, %(dense_weight)s::float8 AS w, 0 AS src FROM dense
         UNION ALL SELECT source_file, chunk_id, r, %(lexical_weight)s::float8, 1 FROM lexical) u
-    GROUP BY source_file, chunk_id)
+    GROUP BY source_file, chunk_id),
+top AS (SELECT source_file, chunk_id, f, first FROM fused ORDER BY f DESC, first LIMIT %(k)s)
 SELECT c.chunk_id, c.text, c.title, c.url, c.source_path, 1 - (c.embedding <=> %(vector)s)
-FROM fused f JOIN {t} c USING (source_file, chunk_id)
-ORDER BY f.f DESC, f.first LIMIT %(k)s"""
+FROM top f JOIN {t} c USING (source_file, chunk_id)
+ORDER BY f.f DESC, f.first"""
 
 
 def fused_query(table: str, filters: list[str]) -> sql.Composed:

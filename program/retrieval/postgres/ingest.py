@@ -183,6 +183,8 @@ def index_corpus(db, table: str, source: Path, embedder, chunking: dict, index_p
             if with_vocabulary:
                 _refresh_vocabulary(db, table, embedder)
             db.run(lambda c: postings.refresh(c, table), what="count the lexicon")
+            if todo or gone:
+                postings.vacuum(lock_conn, table)
         finally:
             lock_conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [f"crag-kb-ingest:{table}"])
     report.chunks = db.run(lambda c: c.execute(sql.SQL("SELECT count(*) FROM {t}").format(

@@ -10,10 +10,13 @@ For ``table=T``:
   (``base.embed_text``), so both backends index the same terms; PostgreSQL's own parser would
   not (it keeps ``k8s.io``, ``1.28`` and ``apps/v1`` whole and stems ``internal`` to
   ``intern``: on Kubernetes' docs 627 of 1,144 chunks got other terms, and hybrid search
-  agreed with faiss's on 16 of 20 dev questions). Its primary key (lexeme first) answers the
-  exact scores; an index on ``(lexeme, impact DESC)`` gives each term's best postings first
-  (impact-ordered postings, Anh and Moffat 2002, "Impact transformations: effective and
-  efficient sparse representations"); a foreign key to ``T`` deletes a chunk's postings with it.
+  agreed with faiss's on 16 of 20 dev questions). Its primary key (lexeme first, holding
+  ``tf`` and ``dl``) answers the exact scores; an index on ``(lexeme, impact DESC)`` holding the
+  rest of the row gives each term's best postings first (impact-ordered postings, Anh and Moffat
+  2002, "Impact transformations: effective and efficient sparse representations"). Both are
+  read without visiting the table (index-only scans): reading a term's postings from the
+  table made PostgreSQL fetch every one of them, 708 pages for a two-word question at 10k
+  chunks, and sort them itself. A foreign key to ``T`` deletes a chunk's postings with it.
 * ``T_lexicon``: per lexeme, the number of live chunks holding it; the manifest's
   ``"lexical"`` entry: the chunk count, their mean length and the generation they were counted
   at. Recounted in one transaction after an index run that changed anything.
@@ -35,13 +38,15 @@ from program.retrieval.chunking import Chunk
 from program.retrieval.lexical import PARAMS, tokens
 from program.retrieval.postgres import schema
 
-FORMAT = "postings-1"  # the manifest's "lexical" entry names it: a table without it is upgraded
+FORMAT = "postings-2"  # the manifest's "lexical" entry names it: a table without it is upgraded
+# postings-2: the impact index holds whole postings (a postings-1 table gets it on connect)
 
 
 def names(table: str) -> dict[str, sql.Identifier]:
     """Identifiers of the postings and lexicon tables and the postings' indexes."""
     return {"postings": sql.Identifier(table + "_postings"), "lexicon": sql.Identifier(table + "_lexicon"),
-            "impact": sql.Identifier(table + "_postings_impact"), "by_chunk": sql.Identifier(table + "_postings_chunk")}
+            "impact": sql.Identifier(table + "_postings_by_impact"),
+            "impact_before": sql.Identifier(table + "_postings_impact"), "by_chunk": sql.Identifier(table + "_postings_chunk")}
 
 
 def is_current(conn, table: str) -> bool:
@@ -59,11 +64,12 @@ def ensure(conn, table: str) -> int:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"crag-kb-schema:{table}"])
     conn.execute(sql.SQL("""CREATE TABLE IF NOT EXISTS {p} (lexeme text NOT NULL, source_file text NOT NULL,
         chunk_id text NOT NULL, tf int NOT NULL, dl int NOT NULL, impact real NOT NULL,
-        PRIMARY KEY (lexeme, source_file, chunk_id),
+        PRIMARY KEY (lexeme, source_file, chunk_id) INCLUDE (tf, dl),
         FOREIGN KEY (source_file, chunk_id) REFERENCES {t} (source_file, chunk_id) ON DELETE CASCADE)""")
                  .format(p=n["postings"], t=t))
-    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (lexeme, impact DESC)").format(
-        i=n["impact"], p=n["postings"]))
+    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (lexeme, impact DESC) INCLUDE (source_file, chunk_id, tf, dl)")
+                 .format(i=n["impact"], p=n["postings"]))
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {i}").format(i=n["impact_before"]))  # the covering one replaces it
     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (source_file, chunk_id)").format(
         i=n["by_chunk"], p=n["postings"]))
     conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {l} (lexeme text PRIMARY KEY, df int NOT NULL)")
@@ -98,6 +104,15 @@ def write(conn, table: str, where: sql.Composable, params: list | None = None) -
             for lexeme, tf in counts.items():
                 copy.write_row((lexeme, f, cid, tf, dl, tf / (tf + k1 * (1 - b + b * dl / avgdl))))
     return len(rows)
+
+
+def vacuum(conn, table: str) -> None:
+    """``VACUUM (ANALYZE)`` the postings after an index run changed them, on ``conn`` in
+    autocommit mode (VACUUM runs outside a transaction). It marks the new rows visible to every
+    transaction, so search reads them from the covering indexes alone instead of visiting the
+    table for each (until autovacuum would get to it), and gives the planner their counts.
+    Raises psycopg errors."""
+    conn.execute(sql.SQL("VACUUM (ANALYZE) {p}").format(p=names(table)["postings"]))
 
 
 def refresh(conn, table: str) -> None:

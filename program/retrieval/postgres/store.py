@@ -80,8 +80,12 @@ class PgVectorKnowledgeBase:
             check_meta(meta, emb, db.url)
             if not db.run(lambda c: postings.is_current(c, db.url.table), what="open"):
                 written = db.run(lambda c: postings.ensure(c, db.url.table), what="write the BM25 postings")
-                log.warning("knowledge base at %s had no BM25 postings (indexed by an earlier version): "
-                            "wrote them for its %d chunks", db.url, written)
+                if written:
+                    log.warning("knowledge base at %s had no BM25 postings (indexed by an earlier version): "
+                                "wrote them for its %d chunks", db.url, written)
+                else:
+                    log.warning("knowledge base at %s: rebuilt its BM25 postings' index (indexed by an earlier "
+                                "version)", db.url)
         except BaseException:
             db.close()
             raise
