@@ -121,9 +121,11 @@ def _passage_inputs(encode, question: str, passages) -> Inputs:
 def _strip_inputs(encode, question: str, strips, passages, cosines: list[float] | None = None) -> Inputs:
     """Per strip (``program.types.Strip``), read with the passage it came from (``passages``);
     ``cosines``: question-strip cosines when the caller already embedded the strips."""
+    if not strips:
+        return []
     if cosines is None:
         vectors = encode([question] + [s.text for s in strips])
-        cosines = (vectors[1:] @ vectors[0]).tolist() if strips else []
+        cosines = (vectors[1:] @ vectors[0]).tolist()
     by_id = {p.id: p for p in passages}
     passage_cos = dict(zip((p.id for p in passages), passage_cosines(encode, question, passages)))
     return [strip_inputs(question, s.text, float(c), by_id.get(s.source_id), float(passage_cos.get(s.source_id, 0.0)))

@@ -181,8 +181,8 @@ class KnowledgeRefiner(dspy.Module):
         trained = choice.trained
         threshold = self.judges.thresholds.get("strip_keep", self.keep_threshold) if trained else self.keep_threshold
         if trained:
-            for strip, score in zip(strips, self.judges.score(STRIP, question=question, strips=strips,
-                                                                          passages=passages, cosines=similarity)):
+            scores = self.judges.score(STRIP, question=question, strips=strips, passages=passages, cosines=similarity)
+            for strip, score in zip(strips, scores):
                 strip.relevance = round(score, 4)
             ask = [s for s in self._prefilter(strips, similarity) if choice.asks_lm(s.relevance)]
         else:
