@@ -7,7 +7,7 @@ import math
 import pytest
 
 from program.lm.configure import _token_logprobs
-from program.lm.token_scores import field_probability, field_text_probability
+from program.lm.token_scores import field_probability, field_text_probability, field_token_logprobs
 
 
 def _entry(token: str, alternatives: dict[str, float] | None = None) -> dict:
@@ -90,3 +90,11 @@ def test_the_field_name_s_token_is_not_an_answer_word():
     reply = _tokens(("[[ ##", 0.0), (" answer ## ]]", -2.0), ("\n", 0.0), ("Jane", -0.1), (" Roe", -0.3),
                     ("\n\n", 0.0), ("[[ ## completed ## ]]", 0.0))
     assert field_text_probability(reply, "answer") == pytest.approx(math.exp(-0.2), abs=1e-4)
+
+
+def test_the_answer_s_token_log_probabilities_are_its_words_in_order():
+    reply = _tokens(("[[ ## answer ## ]]", 0.0), ("\n", 0.0), ("Jane", -0.1), (" [1]", -0.5), (" Roe", -0.3),
+                    ("\n\n", 0.0), ("[[ ## completed ## ]]", 0.0))
+    assert field_token_logprobs(reply, "answer") == [-0.1, -0.3]
+    assert field_token_logprobs(reply, "question") == []
+    assert field_token_logprobs(None, "answer") == []

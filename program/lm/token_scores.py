@@ -68,13 +68,8 @@ def field_text_probability(logprobs, field: str) -> float | None:
     """How sure the LM was of a text output ``field``: the geometric mean of its tokens'
     probabilities, in [0, 1].
 
-    The field's value is found in the reply's text: after ``[[ ## field ## ]]`` up to the next
-    ``[[ ##`` marker (ChatAdapter), or after ``"field": "`` up to the closing quote (JSON). A
-    token counts when its characters inside the value, citation markers ``[n]`` left out, hold a
-    letter or a digit (whitespace and punctuation carry the format, not the answer; a token may
-    straddle the value's edge or hold words and a marker together). Selective question answering
-    reads an answer's likelihood the same way (Kamath et al. 2020 use it as the baseline
-    confidence).
+    Selective question answering reads an answer's likelihood the same way (Kamath et al. 2020
+    use it as the baseline confidence). The tokens are ``field_token_logprobs``'s.
 
     Args:
         logprobs: the prediction's ``logprobs`` (``{"content": [{token, logprob, ...}, ...]}``), or None.
@@ -84,9 +79,28 @@ def field_text_probability(logprobs, field: str) -> float | None:
         The probability, or None when there are no log probabilities, the field is not in them,
         or its value holds no word.
     """
+    logs = field_token_logprobs(logprobs, field)
+    if not logs:
+        return None
+    return round(math.exp(sum(logs) / len(logs)), 4)
+
+
+def field_token_logprobs(logprobs, field: str) -> list[float]:
+    """The log probabilities (natural log, in order) of the tokens of a text output ``field``.
+
+    The field's value is found in the reply's text: after ``[[ ## field ## ]]`` up to the next
+    ``[[ ##`` marker (ChatAdapter), or after ``"field": "`` up to the closing quote (JSON). A
+    token counts when its characters inside the value, citation markers ``[n]`` left out, hold a
+    letter or a digit (whitespace and punctuation carry the format, not the answer; a token may
+    straddle the value's edge or hold words and a marker together).
+
+    Returns:
+        One float per counted token; ``[]`` when there are no log probabilities, the field is
+        not in them, or its value holds no word.
+    """
     content = _get(logprobs, "content") if logprobs is not None else None
     if not content:
-        return None
+        return []
     tokens = [str(_get(e, "token", "")) for e in content]
     text = "".join(tokens)
     marker = re.search(rf"\[\[\s*##\s*{re.escape(field)}\s*##\s*\]\]", text)
@@ -97,7 +111,7 @@ def field_text_probability(logprobs, field: str) -> float | None:
     else:
         quoted = re.search(rf'"{re.escape(field)}"\s*:\s*"', text)
         if quoted is None:
-            return None
+            return []
         begin = quoted.end()
         close = re.search(r'(?<!\\)"', text[begin:])
         end = begin + close.start() if close else len(text)
@@ -110,6 +124,4 @@ def field_text_probability(logprobs, field: str) -> float | None:
                          if not any(a <= i < b for a, b in cited))
         if any(ch.isalnum() for ch in inside):
             logs.append(float(_get(entry, "logprob", 0.0)))
-    if not logs:
-        return None
-    return round(math.exp(sum(logs) / len(logs)), 4)
+    return logs
