@@ -11,12 +11,13 @@ import shutil
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 
 from program.retrieval import KnowledgeBase
 from program.retrieval.base import embed_text
-from program.retrieval.fusion import FusionParams, fuse_passages, rrf
+from program.retrieval.fusion import HYBRID, FusionParams, fuse_passages, rrf
 from program.retrieval.lexical import LexicalIndex, tokens
-from program.retrieval.postgres import PgVectorKnowledgeBase
+from program.retrieval.postgres import PgVectorKnowledgeBase, hybrid
 from program.retrieval.postgres.url import DatabaseURL
 from program.types import Passage
 from tests.test_retrieval import SpyEmbedder, write_corpus
@@ -252,3 +253,27 @@ def test_feedback_terms_weigh_occurrences_by_rarity_and_skip_the_question():
 def test_the_lexical_index_counts_document_frequency():
     index = LexicalIndex.build(["Pods restart pods", "a pod and a node", "nodes drain"])
     assert (index.df("pod"), index.df("node"), index.df("drain"), index.df("unknown")) == (2, 2, 1, 0)
+
+
+def test_bm25_ties_go_to_the_chunk_id_whatever_plan_postgresql_picks(tmp_path, pg_url, embedder):
+    """The statement is prepared and runs a generic plan; a custom plan sums each chunk's terms in
+    another order. Scores equal but for the last bits of that order must still tie (on a 100k
+    synthetic corpus of near-copies 19 of 200 top-10 lists differed between the two plans)."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    for name in ("e", "b", "d", "a", "c"):  # the same words: the same BM25 score
+        (corpus / f"{name}.md").write_text("The zq7 valve holds steam pressure near 4.2 bar in the boiler room, "
+                                           "checked each shift by the valve crew.\n")
+    (corpus / "other.md").write_text("Cats sleep most of the day.\n")
+    query = "zq7 valve steam pressure bar shift crew boiler"
+    with PgVectorKnowledgeBase.build(corpus, pg_url, embedder) as kb:
+        prepared = [ids(kb.search(query, k=5, mode="lexical")) for _ in range(3)]
+        table = DatabaseURL.parse(pg_url).table
+        with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
+            register_vector(conn)
+            conn.execute("SET plan_cache_mode = force_custom_plan")
+            vector = embedder.encode([query])[0]
+            custom = [r[0] for r in conn.execute(hybrid.fused_query(table, []),
+                                                 hybrid.parameters(query, vector, 5, "lexical", HYBRID)).fetchall()]
+    assert prepared == [["a.md#0", "b.md#0", "c.md#0", "d.md#0", "e.md#0"]] * 3
+    assert custom == prepared[0]

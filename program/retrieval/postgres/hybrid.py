@@ -21,6 +21,9 @@ Parts of the statement, as common table expressions:
   labeled domains' and PopQA's dev questions this ranking gives the same fused top 5 as
   scoring every chunk; a chunk outside every term's best postings and outside the candidates
   is not ranked, which is where the two can differ;
+* both BM25 orderings compare their sums as ``float4`` (as ``bm25s`` scores), so that a tie
+  goes to the chunk id whatever order a plan summed a chunk's terms in (the store prepares the
+  statement and runs its generic plan, which sums in another order than a custom plan);
 * the fused ranking, ``sum of weight / (k + rank)``, ties to the better rank, dense first; its
   first ``k`` are joined to their chunks (not all of the up to ``2 * depth`` fused ones), each
   row's score its cosine to the query, as dense search reports it.
@@ -60,7 +63,7 @@ fetched AS (
         WHERE p.lexeme = t.lexeme {chunk_filters} ORDER BY p.impact DESC LIMIT %(per_term)s) b),
 best AS (
     SELECT source_file, chunk_id FROM fetched GROUP BY source_file, chunk_id
-    ORDER BY sum(idf * impact) DESC, chunk_id LIMIT %(candidates)s),
+    ORDER BY sum(idf * impact)::float4 DESC, chunk_id LIMIT %(candidates)s),
 read AS (
     SELECT f.source_file, f.chunk_id, f.lexeme, f.idf, f.tf, f.dl FROM fetched f JOIN best USING (source_file, chunk_id)
     UNION SELECT c.source_file, c.chunk_id, t.lexeme, t.idf, p.tf, p.dl FROM best c
@@ -70,7 +73,7 @@ read AS (
         WHERE t.df > %(per_term)s),
 lexical AS (
     SELECT source_file, chunk_id, row_number() OVER (ORDER BY s DESC, chunk_id) AS r FROM (
-        SELECT r.source_file, r.chunk_id, sum(r.idf * r.tf / (r.tf + %(k1)s * (1 - %(b)s + %(b)s * r.dl / s.avgdl))) AS s
+        SELECT r.source_file, r.chunk_id, sum(r.idf * r.tf / (r.tf + %(k1)s * (1 - %(b)s + %(b)s * r.dl / s.avgdl)))::float4 AS s
         FROM read r CROSS JOIN stats s
         GROUP BY r.source_file, r.chunk_id ORDER BY s DESC, r.chunk_id LIMIT %(lexical_depth)s) x),
 fused AS (
