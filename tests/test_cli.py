@@ -84,7 +84,11 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
 
 def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
     """An answer below the operating point is declined: the fallback is the answer, and the CLI
-    shows what was declined beside the confidence."""
+    shows what was declined beside the confidence.
+
+    The bug: run alone this test failed (``None.encode``). The instruction judge bound
+    ``resources.embedder`` when first imported, so imported inside this test it kept the test's
+    stand-in (no embedder); it now asks for the packaged MiniLM it was trained on, per call."""
     import signatures
     from program.types import FALLBACK_ANSWER
     from tests.conftest import ListKnowledgeBase

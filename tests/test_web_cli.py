@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-import program.judges.instruction  # noqa: F401 - see the cli fixture
 from program.app.cli import main
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
@@ -23,8 +22,7 @@ def cli(fake_lm, monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([OFF_TOPIC]))
-    # no embedder for the refiner; the instruction judge keeps the packaged one: it binds it when
-    # first imported (at the top of this module), so run alone these tests no longer hand it None
+    # no embedder for the refiner (the instruction judge embeds with the packaged one regardless)
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     for where in ("program.app.startup", "program.app.factory"):  # no compiled program: the uncompiled signatures
         monkeypatch.setattr(f"{where}.has_compiled", lambda *a: False)

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from program.app.resources import embedder as packaged_embedder
 from program.atomic import write_atomic
 from program.paths import PROJECT_ROOT
+from program.retrieval import get_embedder
 
 JUDGE_FILE = PROJECT_ROOT / "compiled" / "instruction_judge.json"
 CHAR_FEATURES = WORD_FEATURES = 2 ** 17
@@ -118,7 +118,7 @@ def features(sentences: list[str], embeddings=None, embedder=None):
 
     Args:
         embeddings: the embeddings, precomputed (n x ``EMBEDDING_DIM``), or None to compute
-            them with ``embedder`` (``program.app.resources.embedder()`` by default).
+            them with ``embedder`` (the packaged MiniLM, ``program.retrieval.get_embedder()``, by default).
     """
     # lazy on purpose, as _vectorizers
     from scipy import sparse
@@ -134,8 +134,8 @@ def features(sentences: list[str], embeddings=None, embedder=None):
 
 def embed(texts: list[str], embedder=None) -> np.ndarray:
     """The embeddings of already normalised ``texts`` (n x ``EMBEDDING_DIM``) by ``embedder``
-    (default: the packaged MiniLM of ``program.app.resources.embedder``)."""
-    embedder = embedder or packaged_embedder()
+    (default: the packaged MiniLM, ``program.retrieval.get_embedder()``)."""
+    embedder = embedder or get_embedder()  # the MiniLM the judge was trained on, looked up per call
     return np.asarray(embedder.encode(texts), dtype=float).reshape(len(texts), EMBEDDING_DIM)
 
 
