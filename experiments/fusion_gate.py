@@ -9,9 +9,9 @@ domains' queries with ``relevant_chunk_ids``, PopQA train and dev). Two figures 
 split and category (all rows, vocabulary-mismatch rows), recall@5 beside dense and hybrid:
 
 - **oracle**: each question takes whichever of its dense and hybrid (``fusion.HYBRID``)
-  rankings has the higher recall@5. No rule that weighs the two rankings per question can
-  beat it, so it bounds what query-dependent fusion weights (Arampatzis et al.'s and later
-  query-performance-predicted fusion) could add with these two retrievers.
+  rankings has the higher recall@5. No rule that chooses between the two rankings per question
+  can beat it, so it bounds what such a choice (query-performance-predicted fusion) could add
+  with these two retrievers; intermediate weights give other rankings, which it does not bound.
 - **gate**: the lexical weight falls to ``low`` when the dense and lexical top ``n`` share
   fewer than ``share`` of their chunks (the two retrievers disagree, so BM25 is taken for
   noise). ``n``, ``share`` and ``low`` are chosen on train and dev rows only, by the fusion's
