@@ -34,6 +34,7 @@ class Passage:
         title: document or page title, may be empty.
         url: page URL for web passages, source path for files, may be empty.
         score: retrieval similarity (cosine, in [-1, 1]); 0.0 when not retrieved.
+        page: the 1-based PDF page the passage starts on; 0 when its document has no pages.
     """
 
     id: str
@@ -42,6 +43,7 @@ class Passage:
     title: str = ""
     url: str = ""
     score: float = 0.0
+    page: int = 0
 
 
 @dataclass
@@ -72,6 +74,7 @@ class Strip:
         relevance: StripRelevance score in [0, 1]; -1.0 until graded.
         url: URL of the source passage for web strips.
         title: title of the source document or page, may be empty.
+        page: the PDF page of the source passage; 0 when it has no pages.
 
     The source's own footnote markers ("[54]", "[citation needed]") are removed from ``text``
     here, where every strip is made, so that the only ``[n]`` an answer holds are the
@@ -84,6 +87,7 @@ class Strip:
     relevance: float = -1.0
     url: str = ""
     title: str = ""
+    page: int = 0
 
     def __post_init__(self) -> None:
         self.text = without_footnotes(self.text)
@@ -120,6 +124,7 @@ class Citation:
         text: the strip's text.
         title: the source's title, may be empty.
         sentences: 0-based indices into ``CRAGResult.sentences`` of the sentences citing it.
+        page: the PDF page the strip's passage starts on; 0 when it has no pages.
     """
 
     number: int
@@ -128,6 +133,16 @@ class Citation:
     text: str
     title: str = ""
     sentences: list[int] = field(default_factory=list)
+    page: int = 0
+
+    @computed_field
+    @property
+    def label(self) -> str:
+        """How the citation names its source: ``"report.pdf p. 14"`` (the document and its page),
+        else the source id (a chunk id or a URL)."""
+        if not self.page:
+            return self.source_id
+        return f"{self.source_id.rsplit('#', 1)[0]} p. {self.page}"
 
 
 @dataclass
@@ -301,4 +316,6 @@ class CRAGResult:
         d["trace"]["prompt_tokens"] = self.trace.prompt_tokens
         d["trace"]["completion_tokens"] = self.trace.completion_tokens
         d["trace"]["seconds"] = round(self.trace.seconds, 3)
+        for c, cd in zip(self.citations, d["citations"]):
+            cd["label"] = c.label
         return d

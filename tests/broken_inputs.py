@@ -83,8 +83,8 @@ def _unreadable(d: Path) -> Path:
 def _nothing_loadable(d: Path) -> Path:
     folder = d / "nothing"
     folder.mkdir()
-    (folder / "slides.pdf").write_bytes(b"%PDF-1.4\n")
-    (folder / "data.csv").write_text("a,b\n1,2\n")
+    (folder / "slides.pdf").write_bytes(b"%PDF-1.4\n")  # a PDF cut off after its header
+    (folder / "data.rtf").write_text("a,b\n1,2\n")
     (folder / "blank.md").write_text("   \n\n")
     return folder
 
@@ -107,7 +107,7 @@ def _missing(d: Path) -> Path:
 
 
 def _unsupported_file(d: Path) -> Path:
-    (p := d / "report.pdf").write_bytes(b"%PDF-1.4\n")
+    (p := d / "report.rtf").write_bytes(b"{\\rtf1 report}\n")
     return p
 
 
@@ -125,13 +125,14 @@ BROKEN_CORPORA = {
                                 r"empty corpus: no document with text under {path} .*one\.md: symlink loop"),
     "unreadable file": (_unreadable, r"cannot read {path}: Input/output error"),
     "folder with nothing loadable": (_nothing_loadable,
-                                     r"empty corpus: no document with text under {path} \(1 supported file\(s\), "
-                                     r"2 skipped, 1 empty\); skipped data\.csv: unsupported type \.csv"),
+                                     r"empty corpus: no document with text under {path} \(2 supported file\(s\), "
+                                     r"1 skipped, 1 unreadable, 1 empty\); left out data\.rtf: unsupported type \.rtf; "
+                                     r"{path}/slides\.pdf is not a readable PDF"),
     "duplicate ids": (_duplicate_ids, r"duplicate document id 'a' at {path}:2 \(first seen at {path}:1\)"),
     "duplicate ids across files": (_duplicate_ids_across_files, r"duplicate document id 'x' at {path}/b\.jsonl:1 "
                                                                 r"\(first seen at {path}/a\.jsonl:1\)"),
     "missing path": (_missing, r"corpus path does not exist: {path}"),
-    "unsupported file type": (_unsupported_file, r"unsupported corpus file type '\.pdf': {path}"),
+    "unsupported file type": (_unsupported_file, r"unsupported corpus file type '\.rtf': {path}"),
 }
 
 

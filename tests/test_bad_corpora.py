@@ -118,12 +118,12 @@ def test_the_previous_index_survives_a_broken_update(tmp_path, embedder):
 
 
 LEFT_OUT = ["note: left out a.md: symlink loop", "note: left out b.md: symlink loop",
-            "note: left out notes.pdf: unsupported type .pdf", "note: left out p.md: not a regular file (FIFO)"]
+            "note: left out notes.rtf: unsupported type .rtf", "note: left out p.md: not a regular file (FIFO)"]
 
 
 @pytest.fixture
 def folder_with_strays(tmp_path):
-    """A readable document beside a symlink loop, a FIFO (which would block a read for ever) and a PDF."""
+    """A readable document beside a symlink loop, a FIFO (which would block a read for ever) and an RTF file."""
     import os
 
     from tests.service_process import write_docs
@@ -132,7 +132,7 @@ def folder_with_strays(tmp_path):
     (docs / "a.md").symlink_to("b.md")
     (docs / "b.md").symlink_to("a.md")
     os.mkfifo(docs / "p.md")
-    (docs / "notes.pdf").write_bytes(b"%PDF-1.4")
+    (docs / "notes.rtf").write_bytes(b"{\\rtf1 notes}")
     return docs
 
 

@@ -46,7 +46,7 @@ def write_corpus(root):
                                                            "The Colosseum is an amphitheatre in Rome."]},
             {"url": "https://example.org/nile", "content": "The Nile is a river flowing north through Egypt."}]
     (root / "kb.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
-    (root / "data.csv").write_text("a,b\n1,2\n")
+    (root / "data.rtf").write_text("a,b\n1,2\n")
     return root
 
 
@@ -55,7 +55,7 @@ def test_load_documents_folder(tmp_path):
     report = {}
     docs = {d.doc_id: d for d in load_documents(write_corpus(tmp_path / "c"), report=report)}
     assert sorted(docs) == ["cats.md", "https://example.org/nile", "kb-1", "kb-2", "sub/tea.txt", "volcano.html"]
-    assert report["files"] == 4 and len(report["skipped_files"]) == 1 and report["skipped_files"][0].endswith("data.csv")
+    assert report["files"] == 4 and len(report["skipped_files"]) == 1 and report["skipped_files"][0].endswith("data.rtf")
     assert docs["cats.md"].title == "Cats" and docs["sub/tea.txt"].title == "tea"
     assert docs["kb-2"].text == "Rome is the capital of Italy.\n\nThe Colosseum is an amphitheatre in Rome."
     assert docs["kb-2"].title == "Rome" and docs["https://example.org/nile"].url == "https://example.org/nile"
@@ -85,9 +85,9 @@ def test_malformed_jsonl_names_file_and_line(tmp_path):
 
 
 def test_corpus_errors(tmp_path):
-    (tmp_path / "only.csv").write_text("x")
-    with pytest.raises(CorpusError, match="unsupported corpus file type '.csv'"):
-        load_documents(tmp_path / "only.csv")
+    (tmp_path / "only.rtf").write_text("x")
+    with pytest.raises(CorpusError, match="unsupported corpus file type '.rtf'"):
+        load_documents(tmp_path / "only.rtf")
     with pytest.raises(CorpusError, match="empty corpus"):
         load_documents(tmp_path)
     with pytest.raises(CorpusError, match="does not exist"):

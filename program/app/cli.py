@@ -21,7 +21,7 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
                                      "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
     parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                         help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
-                             "(default snapshot, offline)")
+                             "(default: snapshot, offline, for the PopQA knowledge base; none for a --kb of your own)")
     parser.add_argument("--searx-url", help="SearXNG base URL for --web searxng; env SEARXNG_URL")
     parser.add_argument("--web-allow", help="comma-separated domains the web path may use (and their subdomains), "
                                             "e.g. wikipedia.org; env CRAG_WEB_ALLOW")
@@ -65,8 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-timeout", type=float, default=30.0,
                        help="seconds a client may take to send its request body; then 408 (default 30)")
     _program_options(serve)
-    index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH")
-    index.add_argument("path")
+    index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH",
+                           description="Index the documents under PATH: Markdown (.md, .markdown), text (.txt), HTML "
+                                       "(.html, .htm), JSONL (.jsonl), and with the documents extra "
+                                       "(pip install 'crag-dspy[documents]') PDF (.pdf, with page numbers; no OCR), Word "
+                                       "(.docx), PowerPoint (.pptx), Excel (.xlsx) and CSV (.csv). Other files, and files "
+                                       "that cannot be read, are left out with one line each.")
+    index.add_argument("path", help="a file or a folder (searched recursively; hidden files skipped)")
     index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
     index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
@@ -110,7 +115,7 @@ def _ask(args) -> int:
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report_left_out(resources.kb_location(args.kb))
+    report_left_out(resources.kb_location(args.kb), getattr(program, "knowledge_base", None))
     report = program.judges_report() if hasattr(program, "judges_report") else {}
     if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"][PASSAGE.name] not in ("lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
@@ -129,7 +134,13 @@ def _ask(args) -> int:
         recorder.emit("result", result=result.to_dict())
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
+    else:
+        _print_result(result, config, args)
+    return 0
+
+
+def _print_result(result, config, args) -> None:
+    """The answer, its action and confidence, citations, the web used, the judges and the cost."""
     print(result.answer)
     if result.retrieval_skipped:
         print("\nretrieval skipped: the question needs no sources; answered without them")
@@ -138,18 +149,30 @@ def _ask(args) -> int:
         if result.declined:
             print(_declined_line(result))
     for c in result.citations:
-        print(f"[{c.number}] {c.source_id}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
+        print(f"[{c.number}] {c.label}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
     for s in result.sentences:
         if not s.supported:
             print(f"unsupported (no strip states it): {s.text}")
     t = result.trace
+    print(f"web: {_web_line(config, args)}")
     for w in t.web:
         print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, {w['dropped_by_scope']} out of scope, "
               f"{len(w['fetched'])} pages fetched, {len(w['fetch_failures'])} failed" + (f"; {w['error']}" if w["error"] else ""))
     if t.judges:
         print(judges_line(t.judges))
     print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
-    return 0
+
+
+def _web_line(config, args) -> str:
+    """Which web the corrective path had, and why: ``none (the default for a knowledge base of
+    your own; --web NAME adds one)``, ``snapshot (the offline PopQA pages)``, ..."""
+    if config.backend == "none":
+        why = "--web none" if args.web else ("CRAG_WEB" if os.environ.get("CRAG_WEB") else
+                                             "the default for a knowledge base of your own; --web NAME adds one")
+        return f"none ({why})"
+    if config.backend == "snapshot":
+        return f"snapshot ({config.snapshot_path or 'the offline PopQA pages'})"
+    return config.backend
 
 
 def _declined_line(result) -> str:
@@ -221,7 +244,7 @@ def _index(args) -> int:
         print(f"error: cannot write the index of {args.path} into {args.out or resources.index_dir_for(Path(args.path))}: "
               f"{exc.strerror or exc}; the previous index is unchanged", file=sys.stderr)
         return 2
-    report_left_out(args.path)
+    report_left_out(args.path, kb)
     out = args.out or resources.index_dir_for(Path(args.path))
     print(f"indexed {len(kb)} chunks from {args.path} into {out}")
     return _adapt(args, kb)

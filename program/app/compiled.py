@@ -250,14 +250,16 @@ def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
     return saved
 
 
-def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="snapshot", embedder=None, **kwargs):
+def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="default", embedder=None, **kwargs):
     """Build the CRAG program and load its compiled prompts and thresholds.
 
     Args:
         directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
         knowledge_base: a ``KnowledgeBase``; default the embedded PopQA knowledge base.
         web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
-            ``program.web.WebConfig``, or None (see ``program.app.resources.resolve_web``).
+            ``program.web.WebConfig``, or None (see ``program.app.resources.resolve_web``);
+            ``"default"``: ``$CRAG_WEB``, else the offline snapshot for the PopQA knowledge base
+            and no web for any other (``resources.default_web``).
         embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
         **kwargs: ``confidence`` (a ``ConfidenceModel``), or fields of
             ``program.stages.settings.CRAGSettings`` (``k``, ``max_retries``, ``decide_retrieval``...),
@@ -303,7 +305,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     settings = replace(CRAGSettings(upper=thresholds.get("upper", 0.6), lower=thresholds.get("lower", 0.2),
                                     probabilities=bool(thresholds.get("probabilities")), accept=accept,
                                     refine_passages=refinement_for(directory, knowledge_base)), **overrides)
-    program = CRAG(knowledge_base, web=resources.resolve_web(web), embedder=embedder, judges=judges,
+    program = CRAG(knowledge_base, web=resources.resolve_web(web, knowledge_base), embedder=embedder, judges=judges,
                    confidence=confidence, settings=settings)
     load_state(program, directory / STATE_FILE)
     _use_own_demo(program, directory, knowledge_base)

@@ -14,11 +14,12 @@ CRAG_MODES = ("crag", "self-crag")  # the modes the retrieval decider applies to
 
 
 def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, knowledge_base=None,
-                  web="snapshot", decide_retrieval: bool = False, **settings):
+                  web="default", decide_retrieval: bool = False, **settings):
     """Return a module whose ``(question=...)`` call gives a ``CRAGResult``.
 
     ``web`` is a backend name (``snapshot``, ``searxng``, ``wikipedia``, ... ``none``), a
-    ``program.web.WebConfig``, a backend object, or None (see ``program.app.resources.resolve_web``).
+    ``program.web.WebConfig``, a backend object, or None (see ``program.app.resources.resolve_web``);
+    ``"default"``: the snapshot for the PopQA knowledge base, no web for any other.
 
     ``self-crag`` is the whole program: CRAG plus Self-RAG's claim-level support check;
     ``crag`` is the same program without that check (evaluator, actions, refinement, web).
@@ -27,8 +28,7 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     answer generator, so the two modes differ only by CRAG's corrections.
 
     ``langgraph`` is LangGraph's CRAG tutorial (``program.stages.baselines.LangGraphCRAG``): the same
-    knowledge base and ``k``, the same web backend as ``crag`` (``web``; the snapshot by
-    default) and the compiled answer generator shared as for ``rag``; its binary grader and
+    knowledge base and ``k``, the same web backend as ``crag`` (``web``) and the compiled answer generator shared as for ``rag``; its binary grader and
     web-search rewriter are the tutorial's prompts, uncompiled.
 
     ``decide_retrieval`` turns on Self-RAG's "retrieve or not" step (``DecideRetrieval``) in
@@ -47,7 +47,7 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     if compiled_dir and has_compiled(compiled_dir):
         crag = load_compiled(compiled_dir, knowledge_base=kb, web=web, **settings)
     else:
-        crag = CRAG(kb, web=resources.resolve_web(web), embedder=resources.embedder(), **settings)
+        crag = CRAG(kb, web=resources.resolve_web(web, kb), embedder=resources.embedder(), **settings)
     if mode in CRAG_MODES:
         return crag
     if mode == "langgraph":

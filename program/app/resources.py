@@ -78,9 +78,38 @@ def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = Non
     return build_backend(config)
 
 
-def resolve_web(web):
-    """A backend from what callers pass as ``web``: a name or None (``web_backend``), a
+DEFAULT_WEB = "default"
+
+
+def is_popqa(knowledge_base) -> bool:
+    """Whether ``knowledge_base`` is the embedded PopQA knowledge base: None (its stand-in), its
+    corpus path, or a faiss knowledge base built from it."""
+    if knowledge_base is None:
+        return True
+    if isinstance(knowledge_base, (str, Path)):
+        source = str(knowledge_base)
+    else:
+        source = str((getattr(knowledge_base, "manifest", None) or {}).get("source_path", ""))
+    try:
+        return bool(source) and Path(source).resolve() == DEFAULT_KB_SOURCE.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def default_web(knowledge_base) -> str:
+    """The web behind ``knowledge_base`` when nobody names one: the offline PopQA snapshot for the
+    PopQA knowledge base (its pages are about the same people and places), ``none`` for any
+    other. A team's own documents get no Wikipedia paragraphs about other things unless
+    ``--web`` or ``CRAG_WEB`` asks for a web."""
+    return "snapshot" if is_popqa(knowledge_base) else "none"
+
+
+def resolve_web(web, knowledge_base=None):
+    """A backend from what callers pass as ``web``: ``"default"`` (:func:`default_web` of
+    ``knowledge_base``, unless ``$CRAG_WEB`` names one), a name or None (``web_backend``), a
     ``WebConfig`` (``program.web.registry.build_backend``), or a backend object (returned as is)."""
+    if web == DEFAULT_WEB:
+        web = os.environ.get("CRAG_WEB") or default_web(knowledge_base)
     if web is None or isinstance(web, str):
         return web_backend(web)
     if isinstance(web, WebConfig):

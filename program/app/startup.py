@@ -5,6 +5,7 @@ program (``build_program_from_flags``). Every failure is a ``SetupError`` with o
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -25,8 +26,11 @@ from program.web.registry import build_backend
 
 
 def web_config(args):
-    """The ``WebConfig`` the flags and environment ask for (flags win); raises ValueError for a bad value."""
-    return WebConfig.from_env(backend=args.web, searx_url=args.searx_url, allowed_domains=args.web_allow,
+    """The ``WebConfig`` the flags and environment ask for (flags win); with neither ``--web`` nor
+    ``$CRAG_WEB``, the knowledge base's default (``resources.default_web``: the snapshot for
+    PopQA, no web for a user's own). Raises ValueError for a bad value."""
+    backend = args.web or (None if os.environ.get("CRAG_WEB") else resources.default_web(resources.kb_location(args.kb)))
+    return WebConfig.from_env(backend=backend, searx_url=args.searx_url, allowed_domains=args.web_allow,
                               blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
 
 
@@ -50,14 +54,16 @@ def check_setup(args):
     return config
 
 
-def report_left_out(source) -> int:
-    """Print one ``note:`` line on stderr per file the corpus folder ``source`` leaves out (and why),
-    then their count; a database URL or None (the PopQA knowledge base) prints nothing. Returns the count."""
+def report_left_out(source, kb=None) -> int:
+    """Print one ``note:`` line on stderr per file the corpus folder ``source`` leaves out (and why):
+    unsupported types, and the PDF or Office files ``kb`` (its index) could not read; then their
+    count. A database URL or None (the PopQA knowledge base) prints nothing. Returns the count."""
     if not source or is_database_url(str(source)):
         return 0
-    lines = left_out(source)
+    unreadable = list((getattr(kb, "manifest", None) or {}).get("unreadable", []))
+    lines = [f"left out {line}" for line in left_out(source)] + [f"left out: {line}" for line in unreadable]
     for line in lines:
-        print(f"note: left out {line}", file=sys.stderr)
+        print(f"note: {line}", file=sys.stderr)
     if lines:
         print(f"note: {len(lines)} file(s) left out of {source}; the rest was read", file=sys.stderr)
     return len(lines)

@@ -9,7 +9,10 @@ Strategy, in order:
 3. Pack whole paragraphs into a chunk up to ``target_tokens``. A paragraph longer than
    ``max_tokens`` is split into sentences (and a sentence longer than ``max_tokens`` into
    word windows), which are packed the same way.
-4. Each chunk after the first in a section starts with ~``overlap_tokens`` of the previous
+4. A ``<!-- page N -->`` line (a converted PDF's, ``program.retrieval.formats.pdf``) is not text:
+   it sets the page of the paragraphs after it, and a chunk's ``page`` is that of its first
+   paragraph that is not overlap (sections run across pages).
+5. Each chunk after the first in a section starts with ~``overlap_tokens`` of the previous
    chunk's tail (whole trailing sentences when they fit, else trailing words).
 
 Token counts are APPROXIMATE: ``ceil(whitespace words × 1.3)``, a common rule of thumb for
@@ -29,6 +32,7 @@ TOKENS_PER_WORD = 1.3
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+PAGE_MARK = re.compile(r"^<!-- page (\d+) -->$")
 
 
 @dataclass
@@ -43,6 +47,7 @@ class Chunk:
         url: the document's URL, may be empty.
         heading: nearest Markdown heading above the chunk, "" if none.
         source_path: file the document came from, may be empty.
+        page: the 1-based PDF page the chunk starts on; 0 for a document without pages.
     """
 
     chunk_id: str
@@ -52,6 +57,12 @@ class Chunk:
     url: str = ""
     heading: str = ""
     source_path: str = ""
+    page: int = 0
+
+    @property
+    def where(self) -> str:
+        """How a citation names the chunk's source: ``"report.pdf p. 14"``, else the document id."""
+        return f"{self.doc_id} p. {self.page}" if self.page else self.doc_id
 
 
 def count_tokens(text: str) -> int:
@@ -77,19 +88,31 @@ def split_sentences(text: str) -> list[str]:
 
 def split_sections(text: str) -> list[tuple[str, list[str]]]:
     """Return ``[(heading, [paragraph, ...]), ...]``; text before any heading has heading ""."""
-    sections: list[tuple[str, list[str]]] = [("", [])]
+    return [(h, [p for p, _ in ps]) for h, ps in paged_sections(text)]
+
+
+def paged_sections(text: str) -> list[tuple[str, list[tuple[str, int]]]]:
+    """``[(heading, [(paragraph, page), ...]), ...]``: :func:`split_sections` with each paragraph's
+    page (0 before any ``<!-- page N -->`` line)."""
+    sections: list[tuple[str, list[tuple[str, int]]]] = [("", [])]
     para: list[str] = []
     in_fence = False
+    page = 0
 
     def flush() -> None:
         if para:
-            sections[-1][1].append("\n".join(para).strip())
+            sections[-1][1].append(("\n".join(para).strip(), page))
             para.clear()
 
     for line in text.replace("\r\n", "\n").split("\n"):
         if _FENCE.match(line):
             in_fence = not in_fence
             para.append(line)
+            continue
+        mark = None if in_fence else PAGE_MARK.match(line.strip())
+        if mark:
+            flush()
+            page = int(mark.group(1))
             continue
         m = None if in_fence else _HEADING.match(line)
         if m:
@@ -100,7 +123,7 @@ def split_sections(text: str) -> list[tuple[str, list[str]]]:
         else:
             para.append(line)
     flush()
-    return [(h, [p for p in ps if p]) for h, ps in sections if any(ps)]
+    return [(h, [(p, n) for p, n in ps if p]) for h, ps in sections if any(p for p, _ in ps)]
 
 
 def _word_windows(text: str, max_tokens: int) -> list[str]:
@@ -165,23 +188,26 @@ def chunk_document(doc, target_tokens: int = 200, max_tokens: int = 300,
         raise ValueError(f"need 0 < target_tokens <= max_tokens, got {target_tokens}, {max_tokens}")
     if not 0 <= overlap_tokens < target_tokens:
         raise ValueError(f"need 0 <= overlap_tokens < target_tokens, got {overlap_tokens}, {target_tokens}")
-    texts: list[tuple[str, str]] = []  # (heading, text)
-    for heading, paragraphs in split_sections(doc.text):
+    texts: list[tuple[str, str, int]] = []  # (heading, text, page)
+    for heading, paragraphs in paged_sections(doc.text):
         pieces: list[tuple[str, int]] = []
         fresh = 0  # tokens in `pieces` that are not overlap
-        for p_idx, paragraph in enumerate(paragraphs):
+        first_page = 0
+        for p_idx, (paragraph, page) in enumerate(paragraphs):
             for unit in _units(paragraph, max_tokens):
                 size = count_tokens(unit)
                 if fresh and count_tokens(_join(pieces)) + size > target_tokens:
-                    texts.append((heading, _join(pieces)))
+                    texts.append((heading, _join(pieces), first_page))
                     pieces = _tail(pieces, overlap_tokens)
                     if count_tokens(_join(pieces)) + size > max_tokens:
                         pieces = []
                     fresh = 0
+                if not fresh:
+                    first_page = page
                 pieces.append((unit, p_idx))
                 fresh += size
         if fresh:
-            texts.append((heading, _join(pieces)))
+            texts.append((heading, _join(pieces), first_page))
     return [Chunk(f"{doc.doc_id}#{n}", doc.doc_id, text, doc.title, getattr(doc, "url", "") or "",
-                  heading, getattr(doc, "source_path", "") or "")
-            for n, (heading, text) in enumerate(texts)]
+                  heading, getattr(doc, "source_path", "") or "", page)
+            for n, (heading, text, page) in enumerate(texts)]

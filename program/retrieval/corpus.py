@@ -7,9 +7,18 @@ Supported inputs (a single file, or a folder searched recursively in sorted path
   (else ``"<file stem>-<line number>"``); optional ``title`` and ``url``. Blank lines are skipped.
 * ``.md`` / ``.markdown`` / ``.txt`` — the whole file is one document; id is the path relative
   to the folder (or the file name); title is the first ``# `` heading (Markdown) or the stem.
-* ``.html`` / ``.htm`` — text extracted with BeautifulSoup, dropping script, style, nav, header,
-  footer (and similar) elements; block elements become paragraphs, ``<h1>``–``<h6>`` become
-  Markdown headings (so the chunker sees them); title from ``<title>``.
+* ``.md`` files' YAML front matter (``---`` … ``---``) is metadata: its ``title`` is the title,
+  and it is not indexed as text.
+* ``.html`` / ``.htm`` — text extracted with BeautifulSoup (``formats.html``), dropping script,
+  style, nav, header, footer (and similar) elements; block elements become paragraphs,
+  ``<h1>``–``<h6>`` Markdown headings (so the chunker sees them), tables Markdown tables (cells
+  apart); title from ``<title>``.
+* ``.pdf``, ``.docx``, ``.pptx``, ``.xlsx``, ``.csv`` — converted to Markdown first
+  (``program.retrieval.formats``: pdfplumber, markitdown; the optional extra ``documents``); a
+  PDF's pages are marked so that each chunk knows its page. Such a file that cannot be read
+  (no converter installed, encrypted, corrupt, empty, a scan without text, over
+  ``CRAG_MAX_FILE_BYTES``) is left out with one line naming it and why (``report["unreadable"]``);
+  the rest is read.
 
 Every file must be UTF-8 text (a leading BOM is dropped): a file holding a NUL byte is refused
 as binary, one with bytes that are not UTF-8 is refused with the offset of the first (convert it,
@@ -21,7 +30,7 @@ Errors: :class:`CorpusError` (a ``ValueError``) whose one-line message names the
 and the problem: a missing path, a broken or looping symlink, an unreadable file, a binary or
 non-UTF-8 file, a document over the size cap, a malformed JSONL line (1-based line number), a
 duplicate document id, a single file with an unsupported extension, or a corpus with no
-non-empty document (the message lists what was skipped). Unsupported files, unresolvable
+non-empty document (the message lists what was skipped and what could not be read). Unsupported files, unresolvable
 symlinks, FIFOs, sockets and devices inside a folder are skipped (never opened), listed in the
 optional ``report`` dict and by ``left_out``; a corpus path that is a FIFO is refused.
 """
@@ -36,7 +45,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+from program.retrieval.errors import CorpusError
+from program.retrieval.formats import CONVERTED_EXTS, DocumentError, convert
+from program.retrieval.formats.html import html_to_text  # noqa: F401 - public here since the move
+from program.retrieval.formats.markdown import markdown_title, split_front_matter
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +56,10 @@ JSONL_EXTS = {".jsonl"}
 MARKDOWN_EXTS = {".md", ".markdown"}
 TEXT_EXTS = {".txt"}
 HTML_EXTS = {".html", ".htm"}
-SUPPORTED_EXTS = JSONL_EXTS | MARKDOWN_EXTS | TEXT_EXTS | HTML_EXTS
-
-_DROP_TAGS = ["script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "aside"]
-_BLOCK_TAGS = ["p", "div", "li", "ul", "ol", "pre", "blockquote", "table", "tr", "dt", "dd",
-               "section", "article", "main", "figcaption", "br", "hr"]
+SUPPORTED_EXTS = JSONL_EXTS | MARKDOWN_EXTS | TEXT_EXTS | HTML_EXTS | CONVERTED_EXTS
 
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
-
-
-class CorpusError(ValueError):
-    """The corpus cannot be loaded; the message says which file (and line) and why."""
 
 
 def max_document_bytes() -> int:
@@ -166,14 +170,17 @@ def left_out(path: str | Path) -> list[str]:
     return [f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in list_source_files(root)[1]]
 
 
-def load_documents(path: str | Path, report: dict | None = None, progress=None) -> list[Document]:
+def load_documents(path: str | Path, report: dict | None = None, progress=None,
+                   page_progress=None) -> list[Document]:
     """Load every document under ``path`` (a file or a folder).
 
     Args:
         path: a supported file, or a folder searched recursively.
         report: optional dict, filled with ``files`` (count read), ``skipped_files`` (list of
-            unsupported paths), ``empty_documents`` (count of documents with no text, dropped).
+            unsupported paths), ``empty_documents`` (count of documents with no text, dropped),
+            ``unreadable`` (one line per PDF or Office file left out, naming it and why).
         progress: optional callback ``(files_done, files_total)``, called after each file.
+        page_progress: optional callback ``(file name, pages_done, pages_total)`` within a PDF.
 
     Returns:
         Documents in deterministic order (sorted files, then line order).
@@ -187,9 +194,17 @@ def load_documents(path: str | Path, report: dict | None = None, progress=None) 
         log.info("corpus %s: skipped %d unsupported file(s)", root, len(skipped))
     docs: list[Document] = []
     empty = 0
+    unreadable: list[str] = []
     for n, f in enumerate(files, start=1):
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
-        for doc in _load_file(f, rel):
+        try:
+            loaded = _load_file(f, rel, page_progress)
+        except DocumentError as exc:  # one bad PDF or Word file: named, and the rest is read
+            if root.is_file():
+                raise
+            unreadable.append(str(exc))
+            loaded = []
+        for doc in loaded:
             if doc.text.strip():
                 docs.append(doc)
             else:
@@ -197,13 +212,14 @@ def load_documents(path: str | Path, report: dict | None = None, progress=None) 
         if progress is not None:
             progress(n, len(files))
     if report is not None:
-        report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty)
+        report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty,
+                      unreadable=unreadable)
     if not docs:
-        shown = "; ".join(f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in skipped[:3])
-        more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        shown = [f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in skipped] + unreadable
+        more = f"; {len(shown) - 3} more" if len(shown) > 3 else ""
         raise CorpusError(f"empty corpus: no document with text under {root} "
-                          f"({len(files)} supported file(s), {len(skipped)} skipped, {empty} empty)"
-                          + (f"; skipped {shown}{more}" if shown else ""))
+                          f"({len(files)} supported file(s), {len(skipped)} skipped, {len(unreadable)} unreadable, "
+                          f"{empty} empty)" + (f"; left out {'; '.join(shown[:3])}{more}" if shown else ""))
     seen: dict[str, str] = {}
     for d in docs:
         if d.doc_id in seen:
@@ -244,21 +260,23 @@ def _read_text(f: Path, *, whole_file_is_one_document: bool) -> str:
                           f"convert it, e.g. iconv -f latin1 -t utf-8") from None
 
 
-def _load_file(f: Path, rel: str) -> list[Document]:
+def _load_file(f: Path, rel: str, page_progress=None) -> list[Document]:
     ext = f.suffix.lower()
     if ext in JSONL_EXTS:
         return _load_jsonl(f)
+    if ext in CONVERTED_EXTS:
+        pages = (lambda done, total: page_progress(rel, done, total)) if page_progress else None
+        converted = convert(f, pages)
+        return [Document(rel, converted.text, converted.title or f.stem, str(f))]
     text = _read_text(f, whole_file_is_one_document=True)
     if ext in HTML_EXTS:
         title, body = html_to_text(text)
         return [Document(rel, body, title or f.stem, str(f))]
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
-    title = f.stem
     if ext in MARKDOWN_EXTS:
-        m = re.search(r"^#\s+(.+?)\s*#*\s*$", text, flags=re.M)
-        if m:
-            title = m.group(1)
-    return [Document(rel, text, title, str(f))]
+        meta, text = split_front_matter(text)
+        return [Document(rel, text.strip(), markdown_title(meta, text, f.stem), str(f))]
+    return [Document(rel, text, f.stem, str(f))]
 
 
 def _load_jsonl(f: Path) -> list[Document]:
@@ -292,25 +310,3 @@ def _load_jsonl(f: Path) -> list[Document]:
         docs.append(Document(doc_id, text.strip(), str(row.get("title") or ""), str(f),
                              str(row.get("url") or ""), lineno))
     return docs
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """Extract ``(title, text)`` from an HTML string.
-
-    Text keeps block structure: paragraphs separated by blank lines, headings rendered as
-    Markdown ``#`` lines. Whitespace inside a paragraph is collapsed to single spaces.
-    """
-    soup = BeautifulSoup(html, "html.parser")
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup.find_all(_DROP_TAGS + ["title", "head"]):
-        tag.decompose()
-    for level in range(1, 7):
-        for h in soup.find_all(f"h{level}"):
-            h.insert_before("\n\n" + "#" * level + " ")
-            h.insert_after("\n\n")
-    for tag in soup.find_all(_BLOCK_TAGS):
-        tag.insert_before("\n\n")
-        tag.insert_after("\n\n")
-    raw = soup.get_text()
-    paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", raw)]
-    return title, "\n\n".join(p for p in paras if p and not re.fullmatch(r"#+", p))

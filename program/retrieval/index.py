@@ -161,7 +161,7 @@ class KnowledgeBase:
         t0 = time.perf_counter()
         report: dict = {}
         bars = BuildProgress(progress)
-        docs = load_documents(source, report=report, progress=bars.file_read)
+        docs = load_documents(source, report=report, progress=bars.file_read, page_progress=bars.page_read)
         chunks = [c for d in docs for c in chunk_document(d, target_tokens, max_tokens, overlap_tokens)]
         vecs = bars.embedder(emb, "chunks").encode([embed_text(c) for c in chunks])
         if vecs.shape != (len(chunks), emb.dimensions):
@@ -173,6 +173,7 @@ class KnowledgeBase:
         manifest = {**expected, "index": spec.to_manifest(), "lexical": {"library": "bm25s", **LEXICAL_PARAMS},
                     "source_path": str(source), "documents": len(docs),
                     "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
+                    "unreadable": report.get("unreadable", []),
                     "build_seconds": round(time.perf_counter() - t0, 3),
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         _write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary, lexical)
@@ -422,7 +423,7 @@ class KnowledgeBase:
             cosine = float(self._index.reconstruct(position) @ query_vector)
         c = self.chunks[position]
         return Passage(id=c.chunk_id, text=c.text, source="kb", title=c.title, url=c.url or c.source_path,
-                       score=cosine)
+                       score=cosine, page=c.page)
 
 
 def _vocabulary_stamp(manifest: dict) -> dict:

@@ -43,6 +43,7 @@ class BuildProgress:
     def __init__(self, enabled: bool | None = None):
         self.enabled = progress_enabled() if enabled is None else enabled
         self._files = None
+        self._pages = None
 
     def _bar(self, total: int, desc: str, unit: str):
         return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True,
@@ -58,6 +59,17 @@ class BuildProgress:
         if done >= total:
             self._files.close()
             self._files = None
+
+    def page_read(self, name: str, done: int, total: int) -> None:
+        """``done`` of ``total`` pages of the PDF ``name`` read; a bar only for a long one (100+ pages)."""
+        if not self.enabled or total < 100:
+            return
+        if getattr(self, "_pages", None) is None:
+            self._pages = self._bar(total, f"reading {name}", "pages")
+        self._pages.update(done - self._pages.n)
+        if done >= total:
+            self._pages.close()
+            self._pages = None
 
     def embedder(self, embedder, what: str) -> "ProgressEmbedder":
         """``embedder`` whose ``encode`` shows a bar of the texts it embeds (``what`` names them)."""

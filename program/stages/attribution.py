@@ -152,7 +152,7 @@ def attribute(question: str, answer: str, strips: list[Strip], judges=None
         for n in sentence.cited:
             citing.setdefault(n, []).append(i)
     citations = [Citation(n, strips[n - 1].source_id, strips[n - 1].url, strips[n - 1].text,
-                          strips[n - 1].title, idx) for n, idx in citing.items()]
+                          strips[n - 1].title, idx, strips[n - 1].page) for n, idx in citing.items()]
     return " ".join(with_markers(s) for s in sentences), sentences, citations
 
 

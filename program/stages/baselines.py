@@ -79,7 +79,7 @@ class VanillaRAG(dspy.Module):
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
-        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title) for p in passages]
+        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title, page=p.page) for p in passages]
         with step(trace, "generate"):
             answer, probability = self.generator.draft(question=question, strips=strips)
         confidence = self.confidence.score(check_draft(question, answer, strips, {}, probability))
@@ -154,7 +154,7 @@ class LangGraphCRAG(dspy.Module):
             cost.notes = f"{len(kept)} of {len(passages)} graded yes"
         if not passages:
             trace.note("no passage retrieved: nothing graded no, so no web search (as in the tutorial)")
-        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title) for p in kept]
+        strips = [Strip(p.id, 0, p.text[: self.max_chars], url=p.url, title=p.title, page=p.page) for p in kept]
         web_route = len(kept) < len(passages)
         if web_route:
             strips += self._search_web(question, trace)

@@ -273,7 +273,7 @@ class CRAG(dspy.Module):
     def _as_read(self, passages: list[Passage], grades: list[ChunkGrade]) -> list[Strip]:
         """The passages as plain RAG reads them, one context entry each (cut to ``max_chars``),
         without those set aside as stale."""
-        return [Strip(p.id, 0, p.text[: self.settings.max_chars], url=p.url, title=p.title)
+        return [Strip(p.id, 0, p.text[: self.settings.max_chars], url=p.url, title=p.title, page=p.page)
                 for p, g in zip(passages, grades) if not is_set_aside(g)]
 
     def _needs_retrieval(self, question: str, trace: Trace) -> bool:

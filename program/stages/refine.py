@@ -113,7 +113,8 @@ def decompose(passage: Passage, strip_words: int = 50, min_words: int = 6,
             strips[-1] = f"{strips[-1]} {sentence}"
         else:
             strips.append(sentence)
-    return [Strip(source_id=passage.id, position=i, text=t, url=passage.url, title=passage.title)
+    return [Strip(source_id=passage.id, position=i, text=t, url=passage.url, title=passage.title,
+                  page=passage.page)
             for i, t in enumerate(strips)]
 
 

@@ -93,7 +93,7 @@ def _load(args, config) -> tuple[QuestionRunner, dict]:
     """The runner on the loaded program, and what ``/healthz`` says of it (names, no paths)."""
     program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it off
     location = resources.kb_location(args.kb)
-    report_left_out(location)
+    report_left_out(location, getattr(program, "knowledge_base", None))
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
         lm.cache = False

@@ -68,7 +68,8 @@ function onAction(e) {
 }
 
 function stripItem(s, attrs = {}) {
-  return el("li", attrs, s.text, el("small", {}, ` — ${s.source_id} · relevance ${fmt(s.relevance)}`));
+  const where = s.page ? `${s.source_id} · p. ${s.page}` : s.source_id;
+  return el("li", attrs, s.text, el("small", {}, ` — ${where} · relevance ${fmt(s.relevance)}`));
 }
 
 function onStrips(e) {
@@ -90,9 +91,10 @@ function answerWithLinks(text) {
   return nodes;
 }
 
-// Each citation: its marker, linked to its strip, then the source's title, id and link.
+// Each citation: its marker, linked to its strip, then the source's title, id (file and page) and link.
 function citationItem(c) {
-  const source = c.url && /^https?:/.test(c.url) ? el("a", { href: c.url }, c.source_id) : c.source_id;
+  const name = c.label || c.source_id;
+  const source = c.url && /^https?:/.test(c.url) ? el("a", { href: c.url }, name) : name;
   return el("li", { id: `citation-${c.number}`, value: c.number },
     el("a", { href: `#strip-${c.number}` }, `[${c.number}]`), " ", c.title ? `${c.title} — ` : "", source);
 }

@@ -1,0 +1,75 @@
+"""Documents as teams keep them: PDF, Word, PowerPoint and spreadsheets, converted to Markdown.
+
+The loader (``program.retrieval.corpus``) reads Markdown, text, HTML and JSONL itself; the files
+here are converted first, so that the heading-aware chunker cuts them like any Markdown:
+
+* ``.pdf``: pdfplumber (MIT) page by page: ruled tables as Markdown tables, two-column pages
+  read column by column, lines set larger than the body as headings, repeated page headers and
+  footers dropped (``furniture``), and a ``<!-- page N -->`` line before each page so that a
+  chunk knows its page (``program.retrieval.chunking``).
+* ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``: Microsoft's markitdown (MIT): headings stay
+  headings, tables Markdown tables, a slide or a sheet a section.
+
+The converters are the optional extra ``documents`` (``pip install 'crag-dspy[documents]'``);
+without it such a file is left out with one line naming it and that command.
+
+Errors: :class:`DocumentError` (a ``CorpusError``), one line naming the file and the problem: a
+missing converter, an encrypted, corrupt or empty file, a PDF without a text layer (a scan: no
+OCR is run), a file over ``max_file_bytes()``. The loader leaves that file out and reads the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from program.retrieval.errors import CorpusError
+from program.retrieval.formats.base import Converted, DocumentError, missing_converter  # noqa: F401 - public here
+
+PDF_EXTS = {".pdf"}
+OFFICE_EXTS = {".docx", ".pptx", ".xlsx", ".csv"}
+CONVERTED_EXTS = PDF_EXTS | OFFICE_EXTS
+DEFAULT_MAX_FILE_BYTES = 200 * 2**20
+
+
+def max_file_bytes() -> int:
+    """The size cap of one PDF or Office file in bytes: ``$CRAG_MAX_FILE_BYTES``, else 200 MiB.
+    (A 2,000-page PDF is a few tens of MB: a document, not an error.)"""
+    raw = os.environ.get("CRAG_MAX_FILE_BYTES")
+    try:
+        return int(raw) if raw else DEFAULT_MAX_FILE_BYTES
+    except ValueError:
+        raise CorpusError(f"CRAG_MAX_FILE_BYTES must be a whole number of bytes, got {raw!r}") from None
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
+
+
+def convert(path: Path, progress=None) -> Converted:
+    """Convert the file at ``path`` (an extension of ``CONVERTED_EXTS``) to Markdown.
+
+    ``progress``: optional callback ``(pages_done, pages_total)`` for a long PDF.
+
+    Raises:
+        DocumentError: see the module docstring.
+    """
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DocumentError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if size == 0:
+        raise DocumentError(f"{path} is empty (0 bytes)")
+    cap = max_file_bytes()
+    if size > cap:
+        raise DocumentError(f"{path} is {_size(size)}, over the {_size(cap)} cap for one file "
+                            "(raise CRAG_MAX_FILE_BYTES if it is meant)")
+    if path.suffix.lower() in PDF_EXTS:
+        # lazy on purpose: pdfplumber loads only for a PDF
+        from program.retrieval.formats.pdf import pdf_to_markdown
+
+        return pdf_to_markdown(path, progress)
+    # lazy on purpose: mammoth and markitdown load only for an Office file
+    from program.retrieval.formats.office import office_to_markdown
+
+    return office_to_markdown(path)
