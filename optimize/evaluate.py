@@ -7,6 +7,13 @@ Usage::
         [--groundedness auto|off] [--compiled compiled] [--no-cache] [--decide-retrieval] \
         [--kb postgresql://user@host:5432/db?table=popqa]
     python -m optimize.evaluate --set adversarial --split dev --modes rag,crag,self-crag,langgraph
+    python -m optimize.evaluate --kb docs/ --questions ours.csv --modes crag    # a team's own labeled questions
+
+``--questions FILE`` (with ``--kb``, or ``$CRAG_KB``) asks a team's own labeled questions of its
+own knowledge base instead of a built-in set: a JSONL or CSV file of ``question``, ``answers``
+(gold strings; several allowed) and optional ``answerable`` (``optimize.user_questions``); a bad
+row is one line naming the row and the field (exit 2). The run prints and writes what a built-in
+set's does; the web defaults to none.
 
 ``--split`` picks the split of either set, ``dev`` by default: the PopQA questions come from
 the fixed train/dev split of ``eval_sets/popqa/split.json`` (evaluate on ``dev``; ``train`` is
@@ -57,6 +64,7 @@ import contextvars
 import csv
 import datetime as _dt
 import json
+import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -67,9 +75,10 @@ from tqdm import tqdm
 
 from eval_sets.domains import DOMAINS
 from optimize import report
-from optimize.eval_data import demo_questions, held_out, is_correct, load_set  # noqa: F401 - public here since the split
+from optimize.eval_data import demo_questions, held_out, is_correct, load_set, stratified_sample  # noqa: F401 - public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.selective import plot_risk_coverage
+from optimize.user_questions import QuestionsFileError, load_questions_file
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
 
 MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.app.factory.MODES
@@ -111,6 +120,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--kb", default=None,
                    help="knowledge base to answer from instead of the set's own: a corpus folder or a pgvector "
                         "postgresql://user@host:port/db?table=NAME; env CRAG_KB")
+    p.add_argument("--questions", metavar="FILE", help="your own labeled questions (JSONL or CSV: question, "
+                                                        "answers, answerable) instead of --set; needs --kb")
     p.add_argument("--decide-retrieval", action="store_true",
                    help="crag and self-crag first decide whether a question needs retrieval at all")
     p.add_argument("--retrieval", default=None, choices=("hybrid", "dense", "lexical"),
@@ -133,8 +144,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("give --out or --name, not both")
     if args.resume and not (args.out or args.name):
         p.error("--resume needs the folder to resume: --out DIR or --name NAME")
-    if args.web is None:  # a labeled domain is a private knowledge base: no web unless asked
-        args.web = "snapshot" if args.set_name == "popqa" else "none"
+    return _own_questions(p, args)
+
+
+def _own_questions(p: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """``--questions`` needs ``--kb`` and names the run; a labeled domain, or a user's own
+    questions, is a private knowledge base: no web unless asked."""
+    if args.questions:
+        if not (args.kb or os.environ.get("CRAG_KB")):
+            p.error("--questions needs the knowledge base they are asked of: --kb PATH (or CRAG_KB)")
+        args.set_name = Path(args.questions).stem
+    if args.web is None:
+        args.web = "snapshot" if args.set_name == "popqa" and not args.questions else "none"
     return args
 
 
@@ -327,7 +348,7 @@ def _summary(args: argparse.Namespace, run: _Run, csv_path: Path, steps_path: Pa
     results, steps = report.read_results(csv_path), report.read_steps(steps_path)
     if not args.resume:  # this run's rows only
         results, steps = report.only_pairs(results, run.asked), report.only_pairs(steps, run.asked)
-    summary = report.summarize_run(results, steps, args.set_name in DOMAINS)
+    summary = report.summarize_run(results, steps, args.set_name in DOMAINS and not args.questions)
     for mode, err in run.build_errors.items():
         summary.setdefault(mode, {})["build_error"] = err
     return summary
@@ -375,10 +396,24 @@ def _print_report(args: argparse.Namespace, n_questions: int, model, summary: di
           + (f"\nplot: {plot}" if plot else ""))
 
 
+def _rows(args: argparse.Namespace) -> list[dict] | None:
+    """The questions to ask: the user's file (``--questions``; None after one error line), else the set's split."""
+    if not args.questions:
+        return load_set(args.set_name, args.limit, args.seed, args.split)
+    try:
+        rows = load_questions_file(args.questions)
+    except QuestionsFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return stratified_sample(rows, args.limit, args.seed) if args.limit else rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the evaluation; returns the exit code (see the module docstring)."""
     args = parse_args(argv)
-    rows = load_set(args.set_name, args.limit, args.seed, args.split)
+    rows = _rows(args)
+    if rows is None:
+        return 2
     out_dir = out_folder(args)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, steps_path = out_dir / "results.csv", out_dir / "steps.csv"
@@ -416,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     model = args.model or getattr(lm, "model", None)
     plot = _plot(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
     _risk_plot(csv_path, out_dir / RISK_PLOT_FILE, f"{args.set_name} {args.split}, {len(rows)} questions, {model}")
-    meta = {"set": args.set_name, "split": args.split, "limit": args.limit,
+    meta = {"set": args.set_name, "questions": args.questions, "split": None if args.questions else args.split, "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
             "retrieval": args.retrieval or "hybrid", "verify_band": args.verify_band,

@@ -136,7 +136,20 @@ def _ask(args) -> int:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         _print_result(result, config, args)
+        print(_operating_point_line(program, args))
     return 0
+
+
+def _operating_point_line(program, args) -> str:
+    """``operating point: accept 0.42 (labels ours.csv (60 rows), adapted/<key>/operating_point.json)``."""
+    # lazy on purpose: the compiled folder's readers load only to name the point
+    from program.app.compiled import COMPILED_DIR, operating_point_source
+
+    settings = getattr(program, "settings", None)
+    if settings is None or args.compiled == "none":
+        return "operating point: none (uncompiled)"
+    source = operating_point_source(Path(args.compiled) if args.compiled else COMPILED_DIR, program.knowledge_base)
+    return f"operating point: accept {settings.accept:.2f} ({source})"
 
 
 def _print_result(result, config, args) -> None:

@@ -362,6 +362,21 @@ def read_confidence_file(path: str | Path) -> tuple[ConfidenceModel, float]:
     return model, float(accept)
 
 
+def operating_point_source(directory: str | Path, knowledge_base) -> str:
+    """Where ``knowledge_base``'s operating point comes from, for ``ask`` to say: ``"labels
+    FILE (N rows), adapted/<key>/operating_point.json"``, ``"written questions, ..."``, or
+    ``"the compile's confidence.json"`` (``"the default"`` without one)."""
+    where = adapted_dir(directory, knowledge_base)
+    point = where / OPERATING_POINT_FILE if where is not None else None
+    if point is not None and point.exists():
+        try:
+            source = _read_json(point).get("source", "written questions")
+        except CompiledError:
+            source = "unreadable"
+        return f"{source}, {point.relative_to(Path(directory)).as_posix()}"
+    return f"the compile's {CONFIDENCE_FILE}" if (Path(directory) / CONFIDENCE_FILE).exists() else "the default"
+
+
 def load_confidence(directory: str | Path, knowledge_base) -> tuple[ConfidenceModel, float]:
     """The answer-confidence model and the operating point for ``knowledge_base``.
 

@@ -64,6 +64,8 @@ class OperatingPoint:
         answerable: drafts of the knowledge base's own questions.
         look_alikes: drafts of their look-alikes.
         look_alikes_declined: the share of look-alikes below ``accept`` (or declined as abstentions).
+        source: where the point came from (``written questions``, or ``labels FILE (N rows)`` when a
+            team's own labeled questions set it: ``python -m optimize.operating_point``).
     """
 
     accept: float
@@ -71,6 +73,7 @@ class OperatingPoint:
     answerable: int
     look_alikes: int
     look_alikes_declined: float
+    source: str = "written questions"
 
     def line(self) -> str:
         return (f"operating point: accept {self.accept:.2f} declines {self.decline:.0%} of {self.answerable} of its "
@@ -80,9 +83,15 @@ class OperatingPoint:
 def draft_confidence(crag, question: str) -> float:
     """The confidence of CRAG's draft for ``question`` (retrieve, score, one generation), as
     ``CRAG.forward`` computes it before deciding; 0.0 for an abstaining draft."""
+    return draft_with_confidence(crag, question)[2]
+
+
+def draft_with_confidence(crag, question: str) -> tuple[str, bool, float]:
+    """``(answer, abstained, confidence)`` of CRAG's draft for ``question``, as :func:`draft_confidence`."""
     trace = Trace()
     strips, grades = crag.draft_context(question, trace)
-    return crag._write(question, strips, grades, trace, "draft").confidence
+    draft = crag._write(question, strips, grades, trace, "draft")
+    return draft.answer, bool(draft.evidence.abstained), draft.confidence
 
 
 def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DECLINE,
