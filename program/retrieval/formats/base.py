@@ -32,3 +32,16 @@ class Converted:
 def missing_converter(path: Path, module: str) -> DocumentError:
     """The error for ``path`` when the converter ``module`` is not installed."""
     return DocumentError(f"{path}: reading {path.suffix.lower()} files needs {module}: {INSTALL_HINT}")
+
+
+def markdown_table(rows: list[list]) -> str:
+    """A Markdown table of ``rows`` (the first is the header), each cell's whitespace collapsed and
+    its ``|`` escaped, short rows padded, empty rows dropped; "" for no row."""
+    cells = [[" ".join(str(c or "").split()).replace("|", "\\|") for c in r] for r in rows]
+    cells = [r for r in cells if any(r)]
+    if not cells:
+        return ""
+    width = max(len(r) for r in cells)
+    cells = [r + [""] * (width - len(r)) for r in cells]
+    lines = ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * width]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells[1:]])

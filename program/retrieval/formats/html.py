@@ -6,6 +6,8 @@ import re
 
 from bs4 import BeautifulSoup
 
+from program.retrieval.formats.base import markdown_table
+
 _DROP_TAGS = ["script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "aside"]
 _BLOCK_TAGS = ["p", "div", "li", "ul", "ol", "pre", "blockquote", "dt", "dd",
                "section", "article", "main", "figcaption", "br", "hr"]
@@ -13,15 +15,7 @@ _BLOCK_TAGS = ["p", "div", "li", "ul", "ol", "pre", "blockquote", "dt", "dd",
 
 def _table_markdown(table) -> str:
     """A ``<table>`` as a Markdown table, its cells kept apart (``<td>Free</td><td>10</td>`` -> ``| Free | 10 |``)."""
-    rows = [[" ".join(c.get_text(" ").split()).replace("|", "\\|") for c in tr.find_all(["th", "td"])]
-            for tr in table.find_all("tr")]
-    rows = [r for r in rows if any(r)]
-    if not rows:
-        return ""
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+    return markdown_table([[c.get_text(" ") for c in tr.find_all(["th", "td"])] for tr in table.find_all("tr")])
 
 
 def html_to_text(html: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ alt text are left out: only text is indexed.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 from program.retrieval.formats.base import Converted, DocumentError, missing_converter
@@ -70,7 +71,9 @@ def _markitdown(path: Path) -> tuple[str, str]:
     except ImportError:
         raise missing_converter(path, "markitdown") from None
     try:
-        result = MarkItDown(enable_plugins=False).convert_local(str(path))
+        with warnings.catch_warnings():  # openpyxl warns of every workbook extension it drops: not the user's concern
+            warnings.simplefilter("ignore")
+            result = MarkItDown(enable_plugins=False).convert_local(str(path))
     except Exception as exc:  # noqa: BLE001 - each format's reader fails its own way
         raise _unreadable(path, exc) from None
     return str(result.title or "").strip(), result.text_content or ""

@@ -13,13 +13,14 @@ text comes out as ``(cid:N)`` glyph numbers), is a :class:`DocumentError` naming
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from program.retrieval.formats.base import Converted, DocumentError, missing_converter
+from program.retrieval.formats.base import Converted, DocumentError, markdown_table, missing_converter
 from program.retrieval.formats.furniture import drop_furniture
 
 HEADING_RATIO = 1.2
@@ -58,14 +59,18 @@ def pdf_to_markdown(path: Path, progress=None) -> Converted:
             raise DocumentError(f"{path} is encrypted with a password; OCR and decryption are not run: decrypt it "
                                 "first (e.g. qpdf --decrypt --password=PASSWORD in.pdf out.pdf)") from None
         raise DocumentError(f"{path} is not a readable PDF ({_reason(exc)})") from None
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)  # its per-object warnings are not the user's concern
     with pdf:
         title = str((pdf.metadata or {}).get("Title") or "").strip()
         pages = []
         for n, page in enumerate(pdf.pages, start=1):
             try:
                 pages.append(_page_items(page))
-            except Exception as exc:  # noqa: BLE001
-                raise DocumentError(f"{path}: page {n} cannot be read ({_reason(exc)})") from None
+            except Exception:  # noqa: BLE001 - a table or column cut pdfplumber refuses: the page's plain lines
+                try:
+                    pages.append(_plain_items(page))
+                except Exception as exc:  # noqa: BLE001
+                    raise DocumentError(f"{path}: page {n} cannot be read ({_reason(exc)})") from None
             page.close()  # frees the page's parsed objects: a 2,000-page PDF stays in memory bounds
             if progress is not None:
                 progress(n, total)
@@ -116,21 +121,22 @@ def _page_items(page) -> list[tuple[str, str, float, float]]:
     tables = [t for t in page.find_tables() if _shape_ok(t)]
     rest = page
     for t in tables:
-        rest = rest.outside_bbox(t.bbox)
+        rest = rest.outside_bbox(t.bbox, strict=False)
     gutter = _columns(rest)
     x = None if gutter is None else gutter[0]
     parts = [rest]
     if gutter is not None:
         (x, y), (x0, y0, x1, y1) = gutter, rest.bbox
-        parts = [rest.within_bbox((x0, y0, x1, y0 + y))] if y > 0 else []
-        parts += [rest.within_bbox((x0, y0 + y, x0 + x, y1)), rest.within_bbox((x0 + x, y0 + y, x1, y1))]
+        parts = [rest.within_bbox((x0, y0, x1, y0 + y), strict=False)] if y > 0 else []
+        parts += [rest.within_bbox((x0, y0 + y, x0 + x, y1), strict=False),
+                  rest.within_bbox((x0 + x, y0 + y, x1, y1), strict=False)]
     items = []
     for part in parts:
         for line in part.extract_text_lines(return_chars=True, x_tolerance=1.5):
             size = max((c.get("size", 0.0) for c in line["chars"]), default=0.0)
             items.append(("line", line["text"], round(size, 1), line["top"], line["bottom"]))
     for t in tables:
-        items.append(("table", _table_markdown(t.extract()), 0.0, t.bbox[1], t.bbox[3]))
+        items.append(("table", markdown_table(t.extract()), 0.0, t.bbox[1], t.bbox[3]))
     if gutter is None:
         items.sort(key=lambda it: it[3])
     else:  # the part across the top, then the columns in order; a table at its place by height
@@ -142,23 +148,15 @@ def _page_items(page) -> list[tuple[str, str, float, float]]:
     return items
 
 
+def _plain_items(page) -> list[tuple]:
+    """The page's lines in reading order, without tables or columns (when cutting the page fails)."""
+    return [("line", line["text"], round(max((c.get("size", 0.0) for c in line["chars"]), default=0.0), 1),
+             line["top"], line["bottom"]) for line in page.extract_text_lines(return_chars=True, x_tolerance=1.5)]
+
+
 def _shape_ok(table) -> bool:
     rows = table.extract()
     return len(rows) >= 2 and max((len(r) for r in rows), default=0) >= 2
-
-
-def _cell(value) -> str:
-    return " ".join(str(value or "").split()).replace("|", "\\|")
-
-
-def _table_markdown(rows: list[list]) -> str:
-    """A Markdown table of ``rows`` (the first is the header); cells kept apart."""
-    width = max(len(r) for r in rows)
-    cells = [[_cell(c) for c in r] + [""] * (width - len(r)) for r in rows]
-    head, body = cells[0], cells[1:]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in body if any(r)]
-    return "\n".join(lines)
 
 
 def _check_text_layer(path: Path, pages: list) -> None:
