@@ -125,6 +125,8 @@ class Citation:
         title: the source's title, may be empty.
         sentences: 0-based indices into ``CRAGResult.sentences`` of the sentences citing it.
         page: the PDF page the strip's passage starts on; 0 when it has no pages.
+        label: how the citation names its source: ``"report.pdf p. 14"`` (the document and its
+            page), else the source id (a chunk id or a URL); filled in when not given.
     """
 
     number: int
@@ -134,15 +136,11 @@ class Citation:
     title: str = ""
     sentences: list[int] = field(default_factory=list)
     page: int = 0
+    label: str = ""
 
-    @computed_field
-    @property
-    def label(self) -> str:
-        """How the citation names its source: ``"report.pdf p. 14"`` (the document and its page),
-        else the source id (a chunk id or a URL)."""
-        if not self.page:
-            return self.source_id
-        return f"{self.source_id.rsplit('#', 1)[0]} p. {self.page}"
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = f"{self.source_id.rsplit('#', 1)[0]} p. {self.page}" if self.page else self.source_id
 
 
 @dataclass
@@ -316,6 +314,4 @@ class CRAGResult:
         d["trace"]["prompt_tokens"] = self.trace.prompt_tokens
         d["trace"]["completion_tokens"] = self.trace.completion_tokens
         d["trace"]["seconds"] = round(self.trace.seconds, 3)
-        for c, cd in zip(self.citations, d["citations"]):
-            cd["label"] = c.label
         return d
