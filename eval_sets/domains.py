@@ -7,7 +7,7 @@ its labels come from its answers (``eval_sets.popqa``).
 
 >>> from eval_sets.domains import DOMAINS, load_rows
 >>> sorted(DOMAINS)
-['adversarial', 'handbook', 'kubernetes']
+['adversarial', 'handbook', 'kubernetes', 'owasp']
 >>> len(load_rows("kubernetes", "queries", "test")) >= 120
 True
 """
@@ -35,6 +35,8 @@ class Domain:
         kb_words: the (min, max) words per document.
         verbatim: whether strips and evidence must be copied verbatim from ``kb/`` (the newer
             domains; the help centre mixes in PopQA text).
+        trains: whether its train rows train the judges (``program.judges.adapt``); False for a
+            domain kept for measuring only, whose labels no judge ever sees.
     """
 
     name: str
@@ -44,6 +46,7 @@ class Domain:
     kb_docs: tuple[int, int]
     kb_words: tuple[int, int]
     verbatim: bool
+    trains: bool = True
 
     @property
     def directory(self) -> Path:
@@ -63,6 +66,9 @@ DOMAINS: dict[str, Domain] = {
                          (80, 150), (100, 1500), verbatim=True),
     "handbook": Domain("handbook", "a company handbook", "handbook", _NEW_KINDS,
                        (80, 150), (100, 1500), verbatim=True),
+    # PDF, Word, PowerPoint and Excel files as OWASP released them: queries only, whole documents
+    "owasp": Domain("owasp", "OWASP Top 10 and ASVS releases", "owasp", ("queries",),
+                    (30, 40), (100, 200_000), verbatim=False, trains=False),
 }
 
 

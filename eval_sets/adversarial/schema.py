@@ -68,7 +68,8 @@ SCHEMAS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "key_facts": STRS,
             "expert_terms": STRS,
         },
-        {"must_not_contain": STRS, "relevant_chunk_ids": STRS, "needs_retrieval": BOOL},
+        {"must_not_contain": STRS, "relevant_chunk_ids": STRS, "needs_retrieval": BOOL,
+         "pages": INTS, "where": STR, "evidence": STR},
     ),
 }
 KINDS = tuple(SCHEMAS)

@@ -136,7 +136,7 @@ def labeled_files(leave_out) -> list[Path]:
 
     files = []
     for name, d in sorted(DOMAINS.items()):
-        if name in leave_out:
+        if name in leave_out or not d.trains:
             continue
         folder = ROOT / "eval_sets" / name
         files += sorted(folder.glob("*.jsonl")) + sorted(Path(d.kb_dir).rglob("*.md"))
@@ -175,7 +175,7 @@ def labeled_sources(leave_out, embedder, log=print) -> list:
             log(f"the cached labeled pairs {path} are unreadable ({type(exc).__name__}); building them again")
     sources = [popqa_source(resources.knowledge_base(), embedder, resources.web_backend("snapshot"), log=log)]
     for name, d in DOMAINS.items():
-        if name not in leave_out:
+        if name not in leave_out and d.trains:  # a measuring domain's labels train no judge
             log(f"{name}: labeled training pairs")
             sources.append(domain_source(name, resources.knowledge_base(d.kb_dir), embedder))
     sources = [s.detached() for s in sources]
