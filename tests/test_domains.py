@@ -157,3 +157,12 @@ def test_a_measuring_domain_trains_no_judge():
     files = labeled_files(())
     assert files and not any("/owasp/" in f.as_posix() for f in files)
     assert any("/kubernetes/" in f.as_posix() for f in files)
+
+
+def test_the_labeled_pairs_cache_is_keyed_by_the_labels_and_the_code():
+    # the stamp hashed paths under program/ that do not exist, so new labels or code reused stale pairs
+    from program.judges.adapt import ADAPT_CODE, ROOT, labeled_files
+
+    names = {f.relative_to(ROOT).as_posix() for f in labeled_files(())}
+    assert "eval_sets/kubernetes/queries.jsonl" in names and "eval_sets/handbook/support.jsonl" in names
+    assert all((ROOT / p).is_file() for p in ADAPT_CODE)

@@ -47,7 +47,7 @@ from program.lm.model_files import cache_root
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 from program.retrieval.progress import progress_enabled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project: eval_sets/ and program/ are under it
 # the code that turns documents and labels into adapted judges: a change re-adapts
 ADAPT_CODE = ["program/judges/adapt.py", "program/judges/synthetic_rows.py", "program/judges/sources.py",
               "program/judges/pairs.py", "program/judges/train.py", "program/judges/lm_questions.py"]
