@@ -12,7 +12,8 @@ answers, it is not measured.
 (``--decide-retrieval``: its trace has a ``decide-retrieval`` step), empty otherwise;
 ``needs_retrieval`` is the row's label (False only for chit-chat).
 
-``citations`` holds the answer's citations (``[[n, source_id, strip text], ...]``: what a reader
+``citations`` holds the answer's citations (``[[n, label, strip text], ...]``; the label is the
+source id, or for a PDF its file and page, ``report.pdf p. 14``: what a reader
 checks a citation against), ``citation_recall`` and
 ``citation_precision`` ALCE's figures for the answer (Gao et al. 2023), judged by the support
 judge that set them (``program.stages.attribution``), ``unsupported_sentences`` the sentences no strip
@@ -138,14 +139,14 @@ def _draft(row: dict, res) -> dict:
 
 
 def _citations(res, judges) -> dict:
-    """The answer's citations as JSON (``[[n, source_id, strip text], ...]``) and ALCE's citation recall and
+    """The answer's citations as JSON (``[[n, label, strip text], ...]``: ``Citation.label``) and ALCE's citation recall and
     precision (``program.stages.attribution.citation_quality``, by the support judge that cited);
     empty for the fallback, an abstention and closed-book answers (no sentences)."""
     sentences = list(getattr(res, "sentences", None) or [])
     if getattr(res, "fallback", False) or not sentences:
         return {}
     recall, precision = citation_quality(res.question, sentences, list(res.strips), judges)
-    return {"citations": json.dumps([[c.number, c.source_id, c.text] for c in res.citations], ensure_ascii=False),
+    return {"citations": json.dumps([[c.number, c.label, c.text] for c in res.citations], ensure_ascii=False),
             "citation_recall": recall, "citation_precision": precision,
             "unsupported_sentences": sum(not s.supported for s in sentences)}
 
