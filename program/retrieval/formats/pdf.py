@@ -116,14 +116,14 @@ def _columns(page) -> tuple[float, float] | None:
     return best[1] if best else None
 
 
-def _page_items(page) -> list[tuple[str, str, float, float]]:
-    """The page's items in reading order: ``(kind, text, font size, top)``, kind ``line`` or ``table``."""
-    tables = [t for t in page.find_tables() if _shape_ok(t)]
+def _page_items(page) -> list[tuple[str, str, float, float, float]]:
+    """The page's items in reading order: ``(kind, text, font size, top, bottom)``, kind ``line`` or
+    ``table`` (a table's text is Markdown, its size 0)."""
+    tables = [(t.bbox, rows) for t in page.find_tables() if _shape_ok(rows := t.extract())]
     rest = page
-    for t in tables:
-        rest = rest.outside_bbox(t.bbox, strict=False)
+    for bbox, _ in tables:
+        rest = rest.outside_bbox(bbox, strict=False)
     gutter = _columns(rest)
-    x = None if gutter is None else gutter[0]
     parts = [rest]
     if gutter is not None:
         (x, y), (x0, y0, x1, y1) = gutter, rest.bbox
@@ -135,8 +135,8 @@ def _page_items(page) -> list[tuple[str, str, float, float]]:
         for line in part.extract_text_lines(return_chars=True, x_tolerance=1.5):
             size = max((c.get("size", 0.0) for c in line["chars"]), default=0.0)
             items.append(("line", line["text"], round(size, 1), line["top"], line["bottom"]))
-    for t in tables:
-        items.append(("table", markdown_table(t.extract()), 0.0, t.bbox[1], t.bbox[3]))
+    for bbox, rows in tables:
+        items.append(("table", markdown_table(rows), 0.0, bbox[1], bbox[3]))
     if gutter is None:
         items.sort(key=lambda it: it[3])
     else:  # the part across the top, then the columns in order; a table at its place by height
@@ -154,8 +154,8 @@ def _plain_items(page) -> list[tuple]:
              line["top"], line["bottom"]) for line in page.extract_text_lines(return_chars=True, x_tolerance=1.5)]
 
 
-def _shape_ok(table) -> bool:
-    rows = table.extract()
+def _shape_ok(rows: list[list]) -> bool:
+    """A table of two rows and two columns at least (a single boxed cell is a frame, not a table)."""
     return len(rows) >= 2 and max((len(r) for r in rows), default=0) >= 2
 
 
