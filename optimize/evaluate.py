@@ -88,7 +88,7 @@ ACTIONS = report.ACTIONS
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m optimize.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--set", dest="set_name", default="popqa",
-                   help="popqa | adversarial (the help centre) | kubernetes | handbook (eval_sets/DOMAINS.md)")
+                   help="popqa | adversarial (the help centre) | kubernetes | handbook | owasp (eval_sets/DOMAINS.md)")
     p.add_argument("--split", default="dev", choices=["train", "dev", "test"],
                    help="split of either set (default dev); PopQA has train and dev only (eval_sets/popqa/split.json)")
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
