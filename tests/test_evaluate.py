@@ -251,7 +251,7 @@ def test_evaluate_rejects_an_unknown_set(fake_program, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         evaluate.main(["--set", "nosuch", "--out", str(tmp_path)])
     assert exc.value.code == 2
-    assert "unknown --set 'nosuch' (popqa, adversarial, handbook, kubernetes)" in capsys.readouterr().err
+    assert "unknown --set 'nosuch' (popqa, adversarial, handbook, kubernetes, owasp)" in capsys.readouterr().err
 
 
 def test_a_domain_set_runs_without_the_web_by_default():
