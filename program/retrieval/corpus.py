@@ -45,6 +45,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from program.env import env_bytes
 from program.retrieval.errors import CorpusError
 from program.retrieval.formats import CONVERTED_EXTS, DocumentError, convert
 from program.retrieval.formats.html import html_to_text  # noqa: F401 - public here since the move
@@ -64,11 +65,10 @@ DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
 
 def max_document_bytes() -> int:
     """The size cap of one document in bytes: ``$CRAG_MAX_DOCUMENT_BYTES``, else 10 MiB."""
-    raw = os.environ.get("CRAG_MAX_DOCUMENT_BYTES")
     try:
-        return int(raw) if raw else DEFAULT_MAX_DOCUMENT_BYTES
-    except ValueError:
-        raise CorpusError(f"CRAG_MAX_DOCUMENT_BYTES must be a whole number of bytes, got {raw!r}") from None
+        return env_bytes("CRAG_MAX_DOCUMENT_BYTES", DEFAULT_MAX_DOCUMENT_BYTES)
+    except ValueError as exc:
+        raise CorpusError(str(exc)) from None
 
 
 def _mb(n: int) -> str:

@@ -20,9 +20,9 @@ OCR is run), a file over ``max_file_bytes()``. The loader leaves that file out a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from program.env import env_bytes
 from program.retrieval.errors import CorpusError
 from program.retrieval.formats.base import Converted, DocumentError, missing_converter  # noqa: F401 - public here
 
@@ -35,11 +35,10 @@ DEFAULT_MAX_FILE_BYTES = 200 * 2**20
 def max_file_bytes() -> int:
     """The size cap of one PDF or Office file in bytes: ``$CRAG_MAX_FILE_BYTES``, else 200 MiB.
     (A 2,000-page PDF is a few tens of MB: a document, not an error.)"""
-    raw = os.environ.get("CRAG_MAX_FILE_BYTES")
     try:
-        return int(raw) if raw else DEFAULT_MAX_FILE_BYTES
-    except ValueError:
-        raise CorpusError(f"CRAG_MAX_FILE_BYTES must be a whole number of bytes, got {raw!r}") from None
+        return env_bytes("CRAG_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES)
+    except ValueError as exc:
+        raise CorpusError(str(exc)) from None
 
 
 def _size(n: int) -> str:
