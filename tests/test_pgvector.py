@@ -3,6 +3,8 @@ incremental and interrupted ingestion, model checks, filters, lost connections."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import psycopg
 import pytest
 
@@ -15,6 +17,7 @@ from tests.test_retrieval import SpyEmbedder, write_corpus
 
 pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
 
+DOCUMENTS = Path(__file__).parent / "data" / "documents"
 QUERIES = ["Which tower stands in Paris?", "What do cats eat?", "When did Etna erupt?",
            "source plant of green tea", "river in Egypt", "capital of Italy"]
 
@@ -210,3 +213,33 @@ def test_database_retries_are_bounded(pg_url):
     with pytest.raises(psycopg.errors.UndefinedTable):  # SQL errors are not retried
         db.run(lambda c: c.execute("SELECT * FROM no_such_table"), what="test")
     db.close()
+
+
+def test_a_pdf_chunk_keeps_its_page_in_postgres(tmp_path, pg_url, embedder):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "paper.pdf").write_bytes((DOCUMENTS / "pdflatex-4-pages.pdf").read_bytes())
+    faiss_kb = KnowledgeBase.build(corpus, tmp_path / "idx", embedder=embedder)
+    with PgVectorKnowledgeBase.build(corpus, pg_url, embedder) as kb:
+        assert [(c.chunk_id, c.page) for c in kb.chunks] == [(c.chunk_id, c.page) for c in faiss_kb.chunks]
+        assert sorted({c.page for c in kb.chunks}) == [1, 2, 3, 4]
+        for mode in ("hybrid", "dense", "lexical"):
+            ours = kb.search("Lorem ipsum dolor", k=4, mode=mode)
+            theirs = faiss_kb.search("Lorem ipsum dolor", k=4, mode=mode)
+            assert [(p.id, p.page) for p in ours] == [(p.id, p.page) for p in theirs], mode
+            assert all(p.page >= 1 for p in ours), mode
+
+
+def test_a_table_built_before_pages_gets_its_page_column_on_open(tmp_path, pg_url, embedder):
+    corpus = write_corpus(tmp_path / "c")
+    PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
+    table = DatabaseURL.parse(pg_url).table
+    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as an earlier version left it
+        conn.execute(f'ALTER TABLE "{table}" DROP COLUMN page')
+        conn.execute(f'ALTER TABLE "{table}_staging" DROP COLUMN page')
+    with KnowledgeBase.connect(pg_url, embedder) as kb:
+        hit = kb.search("Which tower stands in Paris?", k=1)[0]
+        assert (hit.id, hit.page) == ("kb-1#0", 0)
+    (corpus / "more.md").write_text("# Rivers\n\nThe Nile flows north through Egypt.\n")
+    with PgVectorKnowledgeBase.build(corpus, pg_url, embedder) as kb:
+        assert kb.last_ingest.published == ["more.md"] and kb.search("river in Egypt", k=1)[0].id == "more.md#0"

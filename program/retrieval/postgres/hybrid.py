@@ -82,7 +82,7 @@ fused AS (
         UNION ALL SELECT source_file, chunk_id, r, %(lexical_weight)s::float8, 1 FROM lexical) u
     GROUP BY source_file, chunk_id),
 top AS (SELECT source_file, chunk_id, f, first FROM fused ORDER BY f DESC, first LIMIT %(k)s)
-SELECT c.chunk_id, c.text, c.title, c.url, c.source_path, 1 - (c.embedding <=> %(vector)s)
+SELECT c.chunk_id, c.text, c.title, c.url, c.source_path, 1 - (c.embedding <=> %(vector)s), c.page
 FROM top f JOIN {t} c USING (source_file, chunk_id)
 ORDER BY f.f DESC, f.first"""
 

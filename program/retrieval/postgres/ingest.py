@@ -43,8 +43,8 @@ from program.retrieval.vocabulary import DEFAULT_PARAMS, build_vocabulary
 log = logging.getLogger(__name__)
 
 CHUNK_COLUMNS = ["source_file", "position", "chunk_id", "doc_id", "text", "title", "url", "heading",
-                 "source_path", "embedding"]
-COPY_TYPES = ["text", "int4", "text", "text", "text", "text", "text", "text", "text", "vector"]
+                 "source_path", "page", "embedding"]
+COPY_TYPES = ["text", "int4", "text", "text", "text", "text", "text", "text", "text", "int4", "vector"]
 
 
 @dataclass
@@ -233,7 +233,7 @@ def _stage_file(db, table: str, f: str, sha: str, key: str, chunks: list[Chunk],
         report.embedded += len(missing)
         report.reused += len(batch) - len(missing)
         rows = [[sha, key, f, i, c.chunk_id, c.doc_id, c.text, c.title, c.url, c.heading, c.source_path,
-                 as_array(v)] for (i, c), v in zip(batch, vectors)]
+                 c.page, as_array(v)] for (i, c), v in zip(batch, vectors)]
         db.run(lambda conn: copy_rows(conn, n["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
                                   ["text", "text"] + COPY_TYPES, rows), what=f"stage chunks of {f}")
 
@@ -293,10 +293,10 @@ def _refresh_vocabulary(db, table: str, embedder) -> None:
     if meta.get("vocabulary", {}).get("stamp") == stamp:
         return
     rows = db.run(lambda c: c.execute(sql.SQL(
-        """SELECT chunk_id, doc_id, text, title, url, heading, source_path, embedding FROM {t}
+        """SELECT chunk_id, doc_id, text, title, url, heading, source_path, page, embedding FROM {t}
         ORDER BY source_file COLLATE "C", position""").format(t=n["chunks"])).fetchall(), what="read chunks")
-    chunks = [Chunk(*r[:7]) for r in rows]
-    vectors = np.array([as_array(r[7]) for r in rows], dtype=np.float32).reshape(len(rows), embedder.dimensions)
+    chunks = [Chunk(*r[:8]) for r in rows]
+    vectors = np.array([as_array(r[8]) for r in rows], dtype=np.float32).reshape(len(rows), embedder.dimensions)
     vocabulary = build_vocabulary(chunks, vectors, embedder)
 
     def write(conn):

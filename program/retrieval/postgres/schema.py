@@ -4,8 +4,8 @@ For a knowledge base whose URL says ``table=T``:
 
 * ``T``: the live chunks, what search reads. One row per chunk: ``source_file`` (the corpus
   file, relative to the indexed folder, as in the manifest's ``files``), ``position`` (order
-  within the file), the :class:`~program.retrieval.chunking.Chunk` fields and ``embedding
-  vector(d)``. An HNSW index over ``embedding`` with ``vector_cosine_ops`` (``m``,
+  within the file), the :class:`~program.retrieval.chunking.Chunk` fields (``page`` 0 for a
+  document without pages) and ``embedding vector(d)``. An HNSW index over ``embedding`` with ``vector_cosine_ops`` (``m``,
   ``ef_construction`` as recorded in the manifest) answers ``ORDER BY embedding <=> q``;
   b-tree indexes on ``source_file`` and ``doc_id`` serve the metadata filters.
 * ``T_staging``: chunks embedded by an index run but not yet published (same columns plus
@@ -49,7 +49,8 @@ def create(conn, table: str, dimensions: int, hnsw: dict, meta: dict) -> None:
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     columns = sql.SQL("""source_file text NOT NULL, position int NOT NULL, chunk_id text NOT NULL,
         doc_id text NOT NULL, text text NOT NULL, title text NOT NULL, url text NOT NULL,
-        heading text NOT NULL, source_path text NOT NULL, embedding vector({d}) NOT NULL""").format(
+        heading text NOT NULL, source_path text NOT NULL, page int NOT NULL DEFAULT 0,
+        embedding vector({d}) NOT NULL""").format(
         d=sql.Literal(int(dimensions)))
     conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {t} ({cols}, PRIMARY KEY (source_file, chunk_id))").format(
         t=n["chunks"], cols=columns))
@@ -68,6 +69,21 @@ def create(conn, table: str, dimensions: int, hnsw: dict, meta: dict) -> None:
     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (doc_id)").format(i=n["by_doc"], t=n["chunks"]))
     conn.execute(sql.SQL("INSERT INTO {t} (id, manifest) VALUES (1, %s) ON CONFLICT (id) DO NOTHING")
                  .format(t=n["meta"]), [json.dumps(meta)])
+    add_page_column(conn, table)
+
+
+def has_page_column(conn, table: str) -> bool:
+    """Whether the live chunks table has the ``page`` column (tables built before PDFs were read lack it)."""
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                        "AND attname = 'page' AND NOT attisdropped)", [table]).fetchone()[0]
+
+
+def add_page_column(conn, table: str) -> None:
+    """Give a table built before PDFs were read its ``page`` column, 0 for every chunk it holds
+    (a constant default: PostgreSQL rewrites no row). A no-op where the column exists."""
+    for role in ("chunks", "staging"):
+        conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS page int NOT NULL DEFAULT 0").format(
+            t=names(table)[role]))
 
 
 def read_meta(conn, table: str) -> dict:

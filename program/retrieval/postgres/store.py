@@ -78,6 +78,9 @@ class PgVectorKnowledgeBase:
                                          f"python -m program index PATH --kb '{db.url}'")
             emb = embedder or get_embedder()
             check_meta(meta, emb, db.url)
+            if not db.run(lambda c: schema.has_page_column(c, db.url.table), what="open"):
+                db.run(lambda c: schema.add_page_column(c, db.url.table), what="add the page column")
+                log.warning("knowledge base at %s had no page column (indexed by an earlier version): added it", db.url)
             if not db.run(lambda c: postings.is_current(c, db.url.table), what="open"):
                 written = db.run(lambda c: postings.ensure(c, db.url.table), what="write the BM25 postings")
                 if written:
@@ -161,7 +164,8 @@ class PgVectorKnowledgeBase:
         """Every live chunk, read now, by file and position: what adapting the judges to this
         knowledge base reads (``program.judges.adapt``), as it reads a faiss knowledge base's ``chunks``."""
         rows = self._db.run(lambda c: c.execute(sql.SQL(
-            "SELECT chunk_id, doc_id, text, title, url, heading, source_path FROM {t} ORDER BY source_file, position")
+            "SELECT chunk_id, doc_id, text, title, url, heading, source_path, page FROM {t} "
+            "ORDER BY source_file, position")
             .format(t=self._names["chunks"])).fetchall(), what="read chunks")
         return [Chunk(*r) for r in rows]
 
@@ -228,7 +232,8 @@ class PgVectorKnowledgeBase:
                 conn.execute("SET LOCAL enable_indexscan = off")
             return conn.execute(statement, params, prepare=True).fetchall()
 
-        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]))
+        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]),
+                        page=r[6])
                 for r in self._db.run(run, what="search")]
 
     def search_vector(self, vector: np.ndarray, k: int = 3, *, source=None, document=None) -> list[Passage]:
@@ -238,7 +243,7 @@ class PgVectorKnowledgeBase:
             if value is not None:
                 where.append(sql.SQL("{c} = ANY(%s)").format(c=sql.Identifier(column)))
                 params.append([value] if isinstance(value, str) else list(value))
-        query = sql.SQL("""SELECT chunk_id, text, title, url, source_path, 1 - (embedding <=> %s) FROM {t} {w}
+        query = sql.SQL("""SELECT chunk_id, text, title, url, source_path, 1 - (embedding <=> %s), page FROM {t} {w}
             ORDER BY embedding <=> %s LIMIT %s""").format(
             t=self._names["chunks"], w=sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""))
         vector = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -250,7 +255,8 @@ class PgVectorKnowledgeBase:
                 conn.execute("SET LOCAL enable_indexscan = off")
             return conn.execute(query, [vector, *params, vector, k]).fetchall()
 
-        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]))
+        return [Passage(id=r[0], text=r[1], source="kb", title=r[2], url=r[3] or r[4], score=float(r[5]),
+                        page=r[6])
                 for r in self._db.run(run, what="search")]
 
     def mentions(self, terms) -> set[str]:
