@@ -231,8 +231,8 @@ def test_a_current_page_that_mentions_the_deprecated_version_stays_current():
     assert source_status(Passage("x#0", "> **ARCHIVED — this pricing is no longer in effect.**")) == "stale"
 
 
-def test_evaluator_thresholds_follow_the_passage_judge_in_use():
-    from program.app.compiled import LM_THRESHOLDS, evaluator_thresholds
+def test_evaluator_thresholds_follow_the_passage_scorer_in_use():
+    from program.app.compiled import evaluator_thresholds
     from program.judges.store import corpus_key
 
     class KB:
@@ -242,16 +242,15 @@ def test_evaluator_thresholds_follow_the_passage_judge_in_use():
     judges.thresholds_by_corpus = {corpus_key(KB()): {"lower": 0.1, "upper": 0.3}}
     manifest = {"thresholds": {"lower": 0.05, "upper": 0.55, "source": "trained passage judge"}}
     judges.use_corpus(KB())
-    assert evaluator_thresholds(manifest, judges, KB())["upper"] == 0.3  # its own calibration
+    trained = {"lower": 0.1, "upper": 0.3, "scorer": "trained passage judge"}
+    assert evaluator_thresholds(manifest, judges, KB()) == trained  # its own calibration
     judges.choices_by_corpus = {corpus_key(KB()): {"passage": JudgeChoice("lm")}}
-    # the LM grades there: its own score bands, not the thresholds of the trained judge's scores
-    assert evaluator_thresholds(manifest, judges, KB()) == LM_THRESHOLDS
-    assert evaluator_thresholds({"thresholds": {"lower": 0.3, "upper": 0.7}}, None, KB()) == {"lower": 0.3, "upper": 0.7}
-    # calibrated on the LM's token-probability scores of this knowledge base's train queries
+    # CRAG never asks the LM for a passage grade: the trained judge's scores keep its thresholds
+    assert evaluator_thresholds(manifest, judges, KB()) == trained
     manifest["lm_thresholds_by_corpus"] = {corpus_key(KB()): {"lower": 0.65, "upper": 0.7, "dev_action_accuracy": 0.7}}
-    assert evaluator_thresholds(manifest, judges, KB()) == {"lower": 0.65, "upper": 0.7, "probabilities": True}
-    other = {"thresholds": manifest["thresholds"], "lm_thresholds_by_corpus": {"0123456789abcdef": {"lower": 0.6, "upper": 0.7}}}
-    assert evaluator_thresholds(other, judges, KB()) == LM_THRESHOLDS  # another knowledge base's calibration
+    assert evaluator_thresholds(manifest, judges, KB()) == trained
+    assert evaluator_thresholds({"thresholds": {"lower": 0.3, "upper": 0.7}}, None, KB()) == \
+           {"lower": 0.3, "upper": 0.7, "scorer": "retrieval similarity"}
 
 
 def test_a_web_page_is_judged_with_its_title():

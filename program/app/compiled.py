@@ -33,7 +33,6 @@ from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.operating_point import OPERATING_POINT_FILE
 from program.judges.reader_demo import load_reader_demo, use_reader_demo
 from program.judges.judgments import PASSAGE
-from program.judges.store import corpus_key, who_judges
 from program.paths import PROJECT_ROOT
 from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
@@ -229,25 +228,24 @@ LM_THRESHOLDS = {"lower": 0.2, "upper": 0.6}  # GradeRetrieval's score bands (``
 
 
 def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
-    """The evaluator's ``lower`` / ``upper`` for the passage judge in use on ``knowledge_base``:
-    those calibrated on the trained judge's scores for this knowledge base (or PopQA's) when it
-    or the cascade decides; when the LM decides, those calibrated on the LM's token-probability
-    scores of this knowledge base's own train queries (``lm_thresholds_by_corpus``, with
-    ``"probabilities": True``: the evaluator must then score from probabilities), else the
-    manifest's LM-calibrated ones, or ``LM_THRESHOLDS`` when the compile calibrated the trained
-    judge's instead."""
+    """The evaluator's ``lower`` / ``upper`` for the scorer that grades ``knowledge_base``'s
+    passages, and that scorer's name (``"scorer"``).
+
+    The program grades passages without an LM call (``CRAG._evaluate``: ``ask_lm=False``, CRAG
+    §4.2's evaluator as a cheap judge), so wherever there is a trained passage judge its score
+    is the one sorted: its thresholds calibrated on this knowledge base's train questions, else
+    PopQA's (``JudgeSet.thresholds_for``), even where the compile found the LM the better grader
+    of this knowledge base's passages (``judges.json``'s choices: the LM is not asked here, so
+    its score bands, 0.2 / 0.6, would sort scores that are not its own). With no trained judge
+    the score is the retrieval similarity: the manifest's thresholds, unless they were
+    calibrated on the trained judge's scores (then ``LM_THRESHOLDS``, the grader's bands)."""
+    if judges is not None and judges.has(PASSAGE):
+        own = judges.thresholds_for(knowledge_base)
+        return {"lower": own["lower"], "upper": own["upper"], "scorer": "trained passage judge"}
     saved = manifest.get("thresholds", {})
-    if who_judges(judges, PASSAGE).trained:
-        return judges.thresholds_for(knowledge_base)
-    try:
-        own = manifest.get("lm_thresholds_by_corpus", {}).get(corpus_key(knowledge_base))
-    except (AttributeError, KeyError, TypeError):
-        own = None
-    if own is not None:
-        return {"lower": own["lower"], "upper": own["upper"], "probabilities": True}
-    if saved.get("source") == "trained passage judge":
-        return LM_THRESHOLDS
-    return saved
+    if saved.get("source") == "trained passage judge" or "upper" not in saved:
+        return {**LM_THRESHOLDS, "scorer": "retrieval similarity"}
+    return {"lower": saved["lower"], "upper": saved["upper"], "scorer": "retrieval similarity"}
 
 
 def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="default", embedder=None, **kwargs):
@@ -303,7 +301,7 @@ def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web
     confidence = kwargs.pop("confidence", None) or confidence
     overrides = {k: v for k, v in kwargs.items() if v is not None or k != "accept"}
     settings = replace(CRAGSettings(upper=thresholds.get("upper", 0.6), lower=thresholds.get("lower", 0.2),
-                                    probabilities=bool(thresholds.get("probabilities")), accept=accept,
+                                    accept=accept,
                                     refine_passages=refinement_for(directory, knowledge_base)), **overrides)
     program = CRAG(knowledge_base, web=resources.resolve_web(web, knowledge_base), embedder=embedder, judges=judges,
                    confidence=confidence, settings=settings)
