@@ -11,7 +11,8 @@ import numpy as np
 from program.retrieval.chunking import Chunk
 from program.retrieval.postgres import PgVectorKnowledgeBase, postings as lexical_postings, schema
 from program.retrieval.postgres.connection import Database
-from program.retrieval.postgres.ingest import CHUNK_COLUMNS, COPY_TYPES, chunking_key, copy_rows, publish_file
+from program.retrieval.postgres.ingest import (CHUNK_COLUMNS, COPY_TYPES, chunking_key, copy_rows, publish_file,
+                                               staged_row)
 from program.retrieval.postgres.url import DatabaseURL
 
 SOURCE_FILE = "synthetic.jsonl"
@@ -63,8 +64,8 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
     names = schema.names(table)
     t0 = time.perf_counter()
     for start in range(0, len(chunks), batch_size):
-        rows = [[sha, key, SOURCE_FILE, i, c.chunk_id, c.doc_id, c.text, c.title, c.url, c.heading, c.source_path,
-                 vectors[i]] for i, c in enumerate(chunks[start:start + batch_size], start)]
+        rows = [staged_row(sha, key, SOURCE_FILE, i, c, vectors[i])
+                for i, c in enumerate(chunks[start:start + batch_size], start)]
         db.run(lambda conn: copy_rows(conn, names["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
                                   ["text", "text"] + COPY_TYPES, rows), what="stage")
     db.run(lambda c: publish_file(c, table, SOURCE_FILE, sha, key, len(chunks), len(chunks)), what="publish")

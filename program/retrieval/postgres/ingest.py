@@ -227,15 +227,22 @@ def _stage_file(db, table: str, f: str, sha: str, key: str, chunks: list[Chunk],
         if missing:
             fresh = np.asarray(embedder.encode([texts[j] for j in missing]), dtype=np.float32)
             if fresh.shape != (len(missing), embedder.dimensions):
-                raise ValueError(f"embedder returned shape {fresh.shape}, expected {(len(missing), embedder.dimensions)}")
+                raise ValueError(f"embedder returned shape {fresh.shape}, "
+                                 f"expected {(len(missing), embedder.dimensions)}")
             for j, v in zip(missing, fresh):
                 vectors[j] = v
         report.embedded += len(missing)
         report.reused += len(batch) - len(missing)
-        rows = [[sha, key, f, i, c.chunk_id, c.doc_id, c.text, c.title, c.url, c.heading, c.source_path,
-                 c.page, as_array(v)] for (i, c), v in zip(batch, vectors)]
+        rows = [staged_row(sha, key, f, i, c, as_array(v)) for (i, c), v in zip(batch, vectors)]
         db.run(lambda conn: copy_rows(conn, n["staging"], ["file_sha256", "chunking"] + CHUNK_COLUMNS,
                                   ["text", "text"] + COPY_TYPES, rows), what=f"stage chunks of {f}")
+
+
+def staged_row(sha: str, key: str, f: str, position: int, chunk: Chunk, vector: np.ndarray) -> list:
+    """One staging row of chunk ``chunk`` (``position`` in file ``f``, version ``sha``, chunking
+    ``key``), in the column order of ``["file_sha256", "chunking"] + CHUNK_COLUMNS``."""
+    return [sha, key, f, position, chunk.chunk_id, chunk.doc_id, chunk.text, chunk.title, chunk.url, chunk.heading,
+            chunk.source_path, chunk.page, vector]
 
 
 def copy_rows(conn, table: sql.Identifier, columns: list[str], types: list[str], rows: list[list]) -> None:
