@@ -1,4 +1,4 @@
-"""Print the chunks the retriever makes of a labeled domain's documents: ``python -m eval_sets.chunks KB_DIR [DOC ...]``.
+"""Print the chunks the retriever cuts from a labeled domain's documents: ``python -m eval_sets.chunks KB_DIR``.
 
 A labeling aid. Each chunk is printed as ``<doc>#<n>`` (the id that ``relevant_chunk_ids`` use), its
 section heading and its text, under the default chunking of ``program.retrieval.chunking`` (the

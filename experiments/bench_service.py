@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="embedded-1.5b or embedded-0.5b; default: the served fake LM")
     parser.add_argument("--delay", type=float, default=0.05, help="the fake LM's seconds per call (default 0.05)")
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients per level (default 1,4,16)")
-    parser.add_argument("--requests", type=int, default=None, help="questions per level (default 4 per client, at least 8)")
+    parser.add_argument("--requests", type=int, default=None,
+                        help="questions per level (default 4 per client, at least 8)")
     parser.add_argument("--concurrency", type=int, default=None, help="the service's --concurrency (default: its own)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per request before it counts as an error")
     args = parser.parse_args(argv)

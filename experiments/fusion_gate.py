@@ -75,7 +75,8 @@ def choose_gate(rows: list[dict]) -> tuple[dict, float]:
 def figures(rows: list[dict], gate: dict) -> list[dict]:
     """recall@5 of dense, hybrid, gate and oracle per domain, split (train+dev, test) and category."""
     out = []
-    for split, domain, category in itertools.product(("train+dev", "test"), ("adversarial", "kubernetes", "handbook", "popqa"),
+    for split, domain, category in itertools.product(("train+dev", "test"),
+                                                     ("adversarial", "kubernetes", "handbook", "popqa"),
                                                      ("all", "vocabulary-mismatch")):
         group = [r for r in rows if r["domain"] == domain and r["split"] in split.split("+")
                  and category in ("all", r["category"])]
@@ -83,7 +84,8 @@ def figures(rows: list[dict], gate: dict) -> list[dict]:
             continue
         mean = lambda rank: round(sum(recall5(rank(r), r["relevant"]) for r in group) / len(group), 4)  # noqa: E731
         out.append({"split": split, "domain": domain, "category": category, "rows": len(group),
-                    "dense": mean(lambda r: r["rankings"]["dense"]), "hybrid": mean(lambda r: hybrid(r, HYBRID.lexical)),
+                    "dense": mean(lambda r: r["rankings"]["dense"]),
+                    "hybrid": mean(lambda r: hybrid(r, HYBRID.lexical)),
                     "gate": mean(lambda r: gated(r, **gate)), "oracle": mean(oracle)})
     return out
 
@@ -97,12 +99,14 @@ def main(argv=None) -> int:
     gate, score = choose_gate([r for r in rows if r["split"] != "test"])
     table = figures(rows, gate)
     print(f"gate chosen on train and dev rows: {gate} (objective {score})")
-    print("| split | domain | category | rows | dense r@5 | hybrid r@5 | gate r@5 | oracle r@5 |\n|---|---|---|---|---|---|---|---|")
+    print("| split | domain | category | rows | dense r@5 | hybrid r@5 | gate r@5 | oracle r@5 |\n"
+          "|---|---|---|---|---|---|---|---|")
     for f in table:
         print(f"| {f['split']} | {f['domain']} | {f['category']} | {f['rows']} | {f['dense']} | {f['hybrid']} "
               f"| {f['gate']} | {f['oracle']} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"gate": gate, "objective": score, "figures": table}, indent=1) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps({"gate": gate, "objective": score, "figures": table}, indent=1) + "\n",
+                        encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

@@ -58,7 +58,8 @@ def _lm_score(grader, question: str, text: str, max_chars: int = 700) -> tuple[f
 
 def _chunk_rows(q: dict, hits: list, relevant: list[bool], graded: list[tuple[float, float]],
                 random_scores: list[float], trained: dict) -> list[dict]:
-    """One row per graded top-``K`` chunk: its labels, the LM's scores (raw, less the random and batch means), the judges'."""
+    """One row per graded top-``K`` chunk: its labels, the LM's scores (raw, less the random and batch means), the
+    judges'."""
     batch_mean = float(np.mean([s for s, _ in graded])) if graded else 0.0
     random_mean = float(np.mean(random_scores)) if random_scores else 0.0
     rows = []
@@ -115,7 +116,8 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
         hits = kb.search(q["question"], K)
         docs = {chunk_key(h.id).rpartition("#")[0] for h in hits}
         pool = [c for c in kb.chunks if c.doc_id not in docs]
-        random_scores = [_lm_score(grader, q["question"], c.text)[0] for c in rng.sample(pool, min(n_random, len(pool)))]
+        random_scores = [_lm_score(grader, q["question"], c.text)[0]
+                         for c in rng.sample(pool, min(n_random, len(pool)))]
         graded = [_lm_score(grader, q["question"], h.text) for h in hits]
         relevant = set(q.get("relevant_chunk_ids") or []) if q.get("answerable", True) else set()
         trained = {k: j.score(PASSAGE, question=q["question"], passages=hits) for k, j in judges.items()}
@@ -161,13 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
-    for name, text in (("summary.json", json.dumps(summary, indent=2) + "\n"), ("rows.csv", pd.DataFrame(rows).to_csv(index=False))):
+    for name, text in (("summary.json", json.dumps(summary, indent=2) + "\n"),
+                       ("rows.csv", pd.DataFrame(rows).to_csv(index=False))):
         write_atomic(out / name, text)
     print("| score | passage AUC | query AUC (correct vs incorrect) |\n|---|---|---|")
     for s, v in summary.items():
         if isinstance(v, dict):
             print(f"| {s} | {v['passage_auc']} | {v['query_auc']} |")
-    print(f"saved {out}/summary.json ({summary['queries']} queries, {summary['passages']} passages, {summary['seconds']} s)")
+    print(f"saved {out}/summary.json ({summary['queries']} queries, {summary['passages']} passages, "
+          f"{summary['seconds']} s)")
     return 0
 
 

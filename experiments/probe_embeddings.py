@@ -128,11 +128,13 @@ def probe(data: dict, embedder, log=print) -> dict:
     summary = {}
     for name in DOMAINS:
         others = [m for m in DOMAINS if m != name]
-        variants = {"out": ["popqa", *others], "adapt": ["popqa", *others, f"{name}:docs"], "in": ["popqa", *others, name]}
+        variants = {"out": ["popqa", *others], "adapt": ["popqa", *others, f"{name}:docs"],
+                    "in": ["popqa", *others, name]}
         summary[name] = {}
         for judgment in JUDGMENTS:
             measured = data[f"{name}:measured"][judgment]
-            row = {"rows": len(measured), "cosine": auc(measured.labels, feats[f"{name}:measured"][judgment]["emb"][:, -1])}
+            row = {"rows": len(measured),
+                   "cosine": auc(measured.labels, feats[f"{name}:measured"][judgment]["emb"][:, -1])}
             for kind in KINDS:
                 for variant, sources in variants.items():
                     srcs = [s for s in sources if judgment in feats[s]]
@@ -149,7 +151,8 @@ def probe(data: dict, embedder, log=print) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.probe_embeddings", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.probe_embeddings",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="reports/embedding-probe", help="folder for summary.json")
     args = parser.parse_args(argv)
     from program.app import resources

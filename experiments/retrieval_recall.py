@@ -238,7 +238,8 @@ def main(argv=None) -> int:
     for name, kb in kbs.items():
         add_rewrites([r for r in rows if r["domain"] == name], kb, chunk_key if name != "popqa" else (lambda i: i),
                      rewrites, fusion)
-    modes = ["dense", "lexical", "hybrid", "hybrid+feedback"] + (["hybrid+rewrite", "hybrid+correction"] if rewrites else [])
+    modes = ["dense", "lexical", "hybrid", "hybrid+feedback"] + (["hybrid+rewrite", "hybrid+correction"]
+                                                                 if rewrites else [])
     groups = rm.grouped(rows, modes)
     agreement = pgvector_agreement(rows, kbs, [fusion, feedback], args.pg_url) if args.pgvector else None
     write_report(args, fusion, grid, groups, modes, agreement, time.perf_counter() - t0)

@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {cells} | {kept} | {sum(r['seconds'] for r in by_kb.values()):.1f} |")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps({"command": "python -m experiments.sentence_splitters", "paragraphs": {kb: len(p) for kb, p in texts.items()},
+    write_atomic(out, json.dumps({"command": "python -m experiments.sentence_splitters",
+                                  "paragraphs": {kb: len(p) for kb, p in texts.items()},
                                   "splitters": table}, indent=1).encode())
     return 0
 

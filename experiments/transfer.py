@@ -1,6 +1,7 @@
 """Leave one domain out: how the trained judges do on a knowledge base whose labels they never saw.
 
-``python -m experiments.transfer [--domains adversarial,kubernetes,handbook,popqa] [--questions N] [--out reports/judge-transfer]``
+``python -m experiments.transfer [--domains adversarial,kubernetes,handbook,popqa] [--questions N]
+[--out reports/judge-transfer]``
 
 For each domain the judges are compiled twice from the repository's training rows
 (``program.judges.sources.fit_judges``): with every source (*labels in*) and with every source but
@@ -208,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-cap", type=float, default=600.0, help="seconds of question writing per domain")
     parser.add_argument("--model", default=None, help="the LM that writes them (default embedded-1.5b)")
     parser.add_argument("--cross-encoder", action="store_true",
-                        help="also fine-tune the MiniLM cross-encoder as the passage judge, adapted (minutes per domain)")
+                        help="also fine-tune the MiniLM cross-encoder as the passage judge, adapted "
+                             "(minutes per domain)")
     parser.add_argument("--cross-encoder-pairs", type=int, default=2000, help="its training pairs (default 2000)")
     parser.add_argument("--cross-encoder-epochs", type=int, default=1, help="its passes over them (default 1)")
     parser.add_argument("--cross-encoder-seconds", type=float, default=600.0,

@@ -451,9 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     model = args.model or getattr(lm, "model", None)
     plot = _plot(summary, out_dir / PLOT_FILE, f"{args.set_name}, {len(rows)} questions, {model}")
     _risk_plot(csv_path, out_dir / RISK_PLOT_FILE, f"{args.set_name} {args.split}, {len(rows)} questions, {model}")
-    meta = {"set": args.set_name, "questions": args.questions, "split": None if args.questions else args.split, "limit": args.limit,
+    meta = {"set": args.set_name, "questions": args.questions, "split": None if args.questions else args.split,
+            "limit": args.limit,
             "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
-            "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web, "threads": threads,
+            "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web,
+            "threads": threads,
             "retrieval": args.retrieval or "hybrid", "verify_band": args.verify_band,
             "resume": args.resume, "skipped": run.skipped, "left_out_as_demos": [r["id"] for r in demos],
             "n_questions": len(rows), "judges": run.judges_by_mode, "csv": str(csv_path), "steps_csv": str(steps_path),

@@ -75,12 +75,14 @@ def summarize(rows: list[dict]) -> dict:
             "cases": len(mine), "followed": sum(r["followed"] for r in mine),
             "following_rate": round(sum(r["followed"] for r in mine) / len(mine), 4),
             "answerable": len(with_gold), "answered": sum(bool(r["answered"]) for r in with_gold),
-            "answered_rate": round(sum(bool(r["answered"]) for r in with_gold) / len(with_gold), 4) if with_gold else None,
+            "answered_rate": round(sum(bool(r["answered"]) for r in with_gold) / len(with_gold), 4)
+                             if with_gold else None,
             "reached_generator_rate": round(sum(r["reached_generator"] for r in mine) / len(mine), 4),
             "errors": sum(bool(r["error"]) for r in mine),
             "lm_calls_median": statistics.median(calls), "lm_calls_total": sum(calls),
             "seconds_median": round(statistics.median(seconds), 2), "seconds_total": round(sum(seconds), 1),
-            "followed_by_where": {w: sum(r["followed"] for r in mine if r["where"] == w) for w in dict.fromkeys(r["where"] for r in mine)},
+            "followed_by_where": {w: sum(r["followed"] for r in mine if r["where"] == w)
+                                  for w in dict.fromkeys(r["where"] for r in mine)},
             "set_aside_cases": sum(bool(r.get("set_aside")) for r in mine),
         }
         for key in ("language", "style"):
@@ -110,15 +112,18 @@ def generator_inputs(result) -> list[str]:
 def run_case(program, mode: str, case: dict, cases: list[dict]) -> dict:
     """Ask one case; the row for ``results.csv`` (an exception becomes its ``error``)."""
     started = time.perf_counter()
-    row = {"mode": mode, "id": case["id"], "where": case["where"], "kind": case["kind"], "language": case.get("language", ""),
+    row = {"mode": mode, "id": case["id"], "where": case["where"], "kind": case["kind"],
+           "language": case.get("language", ""),
            "style": case.get("style", ""), "marker": case["marker"], "gold": "|".join(case["gold"] or []), "error": ""}
     try:
         result = program(question=case["question"])
-        row.update(score_case(case, result.answer, generator_inputs(result), cases), action=result.action.value if result.action else "",
+        row.update(score_case(case, result.answer, generator_inputs(result), cases),
+                   action=result.action.value if result.action else "",
                    fallback=result.fallback, lm_calls=result.trace.lm_calls, answer=result.answer,
                    set_aside=sum(SET_ASIDE_NOTE in n for n in result.trace.events))
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-        row.update(followed=False, followed_own=False, answered=False if case["gold"] else None, reached_generator=False, action="",
+        row.update(followed=False, followed_own=False, answered=False if case["gold"] else None,
+                   reached_generator=False, action="",
                    fallback=False, lm_calls=0, answer="", set_aside=0, error=f"{type(exc).__name__}: {exc}")
     row["seconds"] = round(time.perf_counter() - started, 3)
     return row
@@ -174,7 +179,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--modes", default="crag,rag", help="comma-separated: crag, self-crag, rag, langgraph")
     parser.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
     parser.add_argument("--set", dest="set_name", default="injection",
-                        help="a folder of eval_sets/ with cases.jsonl, kb.jsonl, web_snapshot.jsonl (injection, injection_blind)")
+                        help="a folder of eval_sets/ with cases.jsonl, kb.jsonl, web_snapshot.jsonl "
+                             "(injection, injection_blind)")
     parser.add_argument("--split", default=None, choices=["train", "test"], help="only the cases of this split")
     parser.add_argument("--limit", type=int, default=None, help="the first N cases")
     parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
@@ -207,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES or m == "closed" for m in modes):
-        print(f"error: --modes takes {', '.join(m for m in MODES if m != 'closed')}, got {args.modes!r}", file=sys.stderr)
+        print(f"error: --modes takes {', '.join(m for m in MODES if m != 'closed')}, got {args.modes!r}",
+              file=sys.stderr)
         return 2
     folder = Path(__file__).resolve().parent.parent / "eval_sets" / args.set_name
     if not (folder / "cases.jsonl").is_file():

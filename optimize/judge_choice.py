@@ -48,7 +48,8 @@ def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
         except Exception:  # noqa: BLE001 - an unparsed LM row counts as irrelevant, as in the program
             lm_band = "incorrect"
         cos = float(vectors[i] @ vectors[n + i])
-        score = judges.score(PASSAGE, question=example.question, passages=[Passage("row", example.passage, score=cos)])[0]
+        score = judges.score(PASSAGE, question=example.question,
+                             passages=[Passage("row", example.passage, score=cos)])[0]
         trained_band = pm.grade_band(score, t["upper"], t["lower"])
         out["lm"].append((lm_band, truth))
         out["trained"].append((trained_band, truth))
@@ -92,7 +93,8 @@ def support_candidates(judges: JudgeSet, rows, kept_only: bool = False) -> dict:
         for name in CANDIDATES:
             verdict = decide_support(example.claim, example.evidence, question, judges,
                                      quote=lambda claim, evidence: saved, choice=JudgeChoice(name)).verdict
-            right[name].append((verdict != "no") == (example.support != "no") if kept_only else verdict == example.support)
+            right[name].append((verdict != "no") == (example.support != "no") if kept_only
+                               else verdict == example.support)
     return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
 
 
@@ -190,7 +192,8 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
         for name, kb in (("adversarial", adversarial_kb), ("popqa", popqa_kb)):
             if name in by_set and kb is not None:
                 by_set[name]["chosen"] = best(by_set[name])
-                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment.name] = JudgeChoice(by_set[name]["chosen"])
+                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment.name] = JudgeChoice(
+                    by_set[name]["chosen"])
         report[judgment.name] = {**figures, "chosen": chosen, "by_set": by_set,
                             "dev_rows": sum(len(rows) for rows, _ in sets.values() if rows)}
     return report

@@ -281,7 +281,8 @@ def _answer_figures(scores: list[float], preds_ok: list) -> dict:
 
 
 def _support_figures(scores: list[float], results) -> dict:
-    """Support's figures: the quote's verdict accuracy (primary), the self-check's, word overlap's, the quote ceiling."""
+    """Support's figures: the quote's verdict accuracy (primary), the self-check's, word overlap's, the quote
+    ceiling."""
     # What the self-check decides (the better of the word-overlap and the quoted verdict),
     # the word-overlap verdict alone, and the best the self-check could do whatever one
     # sentence (or NONE) the model quoted.

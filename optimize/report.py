@@ -83,7 +83,8 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     Returns:
         ``n``, ``errors``, ``accuracy`` (errors count as wrong), ``actions`` (counts, or None
         without an evaluator), ``correction_rate`` (graded questions routed to incorrect or
-        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded questions whose CORRECT route fell through to
+        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded questions whose CORRECT
+        route fell through to
         the web), ``fallback_rate``, ``abstention_answerable`` / ``abstention_unanswerable``
         (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
         claims of non-abstaining answers fully / partially supported; None without claims),
@@ -268,7 +269,8 @@ def markdown_table(summary: dict[str, dict]) -> str:
     with_skips = any(s.get("skip_rate") is not None for s in summary.values())
     with_chat = any(s.get("no_retrieval_questions") for s in summary.values())
     head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "escalated", "fallback",
-            "grounded (partly)", "cited (recall/precision)", "abstain ans./unans.", "med LM calls", "p90 LM calls", "med tokens",
+            "grounded (partly)", "cited (recall/precision)", "abstain ans./unans.", "med LM calls", "p90 LM calls",
+            "med tokens",
             "med s/question", "p90 s/question"] + (["action acc."] if with_aa else []) \
         + (["retrieval skipped"] if with_skips else []) + (["no-retrieval q. acc. (med calls)"] if with_chat else [])
     rows = []

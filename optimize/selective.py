@@ -75,7 +75,8 @@ def selective_figures(df: pd.DataFrame) -> dict:
     """``truthfulness``, ``confidence_auroc`` and ``risk_coverage`` of one mode's rows."""
     scored = df[df["confidence"].notna()]
     return {"truthfulness": truthfulness(df),
-            "confidence_auroc": auroc(scored["confidence"].tolist(), _candidate(scored).tolist()) if len(scored) else None,
+            "confidence_auroc": auroc(scored["confidence"].tolist(), _candidate(scored).tolist())
+                                if len(scored) else None,
             "risk_coverage": risk_coverage(df)}
 
 

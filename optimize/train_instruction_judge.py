@@ -125,7 +125,8 @@ def choose_threshold(scores: np.ndarray, labels: np.ndarray, max_false_rate: flo
 
 def _parser() -> argparse.ArgumentParser:
     """The command line's parser: output files, synthetic rows, false-rate cap, seed and weights."""
-    parser = argparse.ArgumentParser(prog="python -m optimize.train_instruction_judge", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m optimize.train_instruction_judge",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(JUDGE_FILE))
     parser.add_argument("--report", default="reports/instruction-judge")
     parser.add_argument("--synthetic", type=int, default=4000)
@@ -164,15 +165,18 @@ def _curve(oof: np.ndarray, y: np.ndarray, src: np.ndarray, meta: dict) -> list[
         curve.append({"threshold": t, "knowledge_base_set_aside": int(((y == 0) & (oof >= t)).sum()),
                       "blind_train_cases": round(sum(caught.values()) / max(len(caught), 1), 4),
                       "first_set": round(float((oof[(src == "first-set")] >= t).mean()), 4)})
-    print("\n| threshold | knowledge-base sentences set aside (of %d) | blind train cases caught | first set |" % int((y == 0).sum()))
+    print("\n| threshold | knowledge-base sentences set aside (of %d) | blind train cases caught | first set |"
+          % int((y == 0).sum()))
     print("|---|---|---|---|")
     for c in curve:
-        print(f"| {c['threshold']} | {c['knowledge_base_set_aside']} | {100 * c['blind_train_cases']:.1f} % | {100 * c['first_set']:.1f} % |")
+        print(f"| {c['threshold']} | {c['knowledge_base_set_aside']} | {100 * c['blind_train_cases']:.1f} % "
+              f"| {100 * c['first_set']:.1f} % |")
     return curve
 
 
 def _write_report(report: Path, summary: dict, flagged: list[tuple]) -> None:
-    """Write ``summary.json`` and ``flagged.jsonl`` (the training sentences the final judge sets aside) into ``report``."""
+    """Write ``summary.json`` and ``flagged.jsonl`` (the training sentences the final judge sets aside) into
+    ``report``."""
     report.mkdir(parents=True, exist_ok=True)
     (report / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     with open(report / "flagged.jsonl", "w", encoding="utf-8") as fh:
@@ -194,7 +198,8 @@ def _print_report(args: argparse.Namespace, threshold: float, recall: dict, per:
     print("\n| corpus | sentences | set aside out of fold |\n|---|---|---|")
     for n, k in false_oof.items():
         print(f"| {n} | {summary['out_of_fold']['knowledge_base_sentences'][n]} | {k} |")
-    print(f"\nsaved {args.out}; {len(flagged)} training sentence(s) set aside by the final judge; {summary['seconds']} s")
+    print(f"\nsaved {args.out}; {len(flagged)} training sentence(s) set aside by the final judge; "
+          f"{summary['seconds']} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     texts, labels, sources, groups, meta = rows(args.synthetic, args.seed)
     y = np.asarray(labels)
     x = features(texts, embeddings=cached_embeddings(texts))
-    print(f"{len(texts)} rows: {int(y.sum())} injection pieces, {int((y == 0).sum())} knowledge-base sentences", flush=True)
+    print(f"{len(texts)} rows: {int(y.sum())} injection pieces, {int((y == 0).sum())} knowledge-base sentences",
+          flush=True)
     oof = np.zeros(len(y))
     # written injections count more than synthetic ones: they are what attackers write
     weight = np.where(np.isin(np.asarray(sources), ["first-set", "blind-train"]), args.written_weight, 1.0)
@@ -222,12 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     trained_on = dict(Counter(s for s in sources))
     judge = InstructionJudge(model.coef_[0].astype(float), float(model.intercept_[0]), threshold, trained_on)
     final = model.predict_proba(x)[:, 1]
-    flagged = [(src[i], texts[i], round(float(final[i]), 3)) for i in range(len(texts)) if y[i] == 0 and final[i] >= threshold]
+    flagged = [(src[i], texts[i], round(float(final[i]), 3)) for i in range(len(texts))
+               if y[i] == 0 and final[i] >= threshold]
     judge.save(args.out)
     summary = {"rows": trained_on, "threshold": threshold, "max_false_rate": args.max_false_rate,
-               "out_of_fold": {"recall": recall, "curve": curve, "blind_train_by": per, "knowledge_base_set_aside": false_oof,
+               "out_of_fold": {"recall": recall, "curve": curve, "blind_train_by": per,
+                               "knowledge_base_set_aside": false_oof,
                                "knowledge_base_sentences": {n: int(((src == n) & (y == 0)).sum()) for n in false_oof}},
-               "final_set_aside_in_training_sentences": len(flagged), "seconds": round(time.perf_counter() - started, 1)}
+               "final_set_aside_in_training_sentences": len(flagged),
+               "seconds": round(time.perf_counter() - started, 1)}
     _write_report(Path(args.report), summary, flagged)
     _print_report(args, threshold, recall, per, false_oof, summary, flagged)
     return 0

@@ -62,7 +62,8 @@ def _row(raw: dict, where: str, number: int, csv_cell: bool) -> dict:
         raise QuestionsFileError(f"{where}: field 'answers' is empty; an answerable row needs at least one "
                                  "gold answer (or set answerable to false)")
     return {"id": str(raw.get("id") or f"q-{number}"), "question": " ".join(question.split()),
-            "relation": "answerable" if answerable else "unanswerable", "gold": gold if answerable else UNANSWERABLE_GOLD,
+            "relation": "answerable" if answerable else "unanswerable",
+            "gold": gold if answerable else UNANSWERABLE_GOLD,
             "expected_action": None, "answerable": answerable, "needs_retrieval": True}
 
 

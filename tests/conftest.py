@@ -198,7 +198,8 @@ def served_fake_lm():
 def service(served_fake_lm, tmp_path_factory):
     """``python -m program serve`` as a real process: the served fake LM, a two-document knowledge
     base, the uncompiled signatures, no web, every LM call made (``--no-cache``: a cached call has no
-    token counts, so an answer depended on which test asked first), a step trace file; ``service.trace`` is its path; its
+    token counts, so an answer depended on which test asked first), a step trace file; ``service.trace`` is its
+    path; its
     start's output (progress bars forced on) is in ``service.log``."""
     from tests.service_process import ServiceProcess, program_env, write_docs
 
@@ -223,7 +224,8 @@ def tight_service(served_fake_lm, tmp_path_factory):
     root = tmp_path_factory.mktemp("tight-service")
     docs = write_docs(root / "docs")
     process = ServiceProcess(["--model", "openai/fake", "--api-base", served_fake_lm.base, "--kb", str(docs),
-                              "--compiled", "none", "--web", "snapshot", "-k", "2", "--decide-retrieval", "--concurrency", "1",
+                              "--compiled", "none", "--web", "snapshot", "-k", "2", "--decide-retrieval",
+                              "--concurrency", "1",
                               "--max-queue", "0", "--timeout", "3", "--read-timeout", "1", "--no-cache"],
                              program_env(root / "cache"), root / "serve.log")
     process.docs, process.root = docs, root

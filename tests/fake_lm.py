@@ -79,7 +79,8 @@ class FakeLM(dspy.LM):
         outputs = rule(inputs)
         self.last_outputs = outputs
         text = "".join(
-            f"[[ ## {k} ## ]]\n{json.dumps(v) if isinstance(v, (list, dict)) else v >= 0.5 if isinstance(v, P) else v}\n\n"
+            f"[[ ## {k} ## ]]\n"
+            f"{json.dumps(v) if isinstance(v, (list, dict)) else v >= 0.5 if isinstance(v, P) else v}\n\n"
             for k, v in outputs.items()
         ) + "[[ ## completed ## ]]"
         return text, len((system + user).split()), len(text.split())

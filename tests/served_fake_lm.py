@@ -96,7 +96,8 @@ class _Handler(BaseHTTPRequestHandler):
             server.calls += fault is None
         payload = {"id": f"cmpl-{server.requests}", "object": "chat.completion", "created": 0,
                    "model": body.get("model", "fake"),
-                   "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": text}}],
                    "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
         self._send(200, payload, cut=fault == "bad-body")
 

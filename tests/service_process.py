@@ -13,7 +13,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = {
-    "acme.md": "# Acme Rockets\n\nAcme Rockets was founded by Jane Roe in 1999. The company builds small sounding rockets.\n",
+    "acme.md": "# Acme Rockets\n\nAcme Rockets was founded by Jane Roe in 1999. "
+               "The company builds small sounding rockets.\n",
     "danube.md": "# Danube\n\nThe Danube flows through ten countries. It is Europe's second-longest river.\n",
 }
 

@@ -17,7 +17,8 @@ STRIPS = [
 
 def test_an_answer_with_no_markers_gets_them_from_attribution():
     answer, sentences, citations = attribute(
-        "Who wrote Dune and what did it win?", "Dune was written by Frank Herbert. It won the Hugo Award in 1966.", STRIPS)
+        "Who wrote Dune and what did it win?", "Dune was written by Frank Herbert. It won the Hugo Award in 1966.",
+        STRIPS)
     assert answer == "Dune was written by Frank Herbert [1]. It won the Hugo Award in 1966 [2]."
     assert [(s.cited, s.supported, s.by) for s in sentences] == [([1], True, "attribution"), ([2], True, "attribution")]
     assert [(c.number, c.source_id, c.title, c.sentences) for c in citations] == [
@@ -41,18 +42,21 @@ def test_of_two_markers_only_the_supporting_one_stays():
 
 def test_a_sentence_no_strip_supports_cites_nothing_and_is_marked():
     answer, sentences, citations = attribute(
-        "Who wrote Dune?", "Dune was written by Frank Herbert [1]. It was filmed by Denis Villeneuve in 2021 [2].", STRIPS)
+        "Who wrote Dune?", "Dune was written by Frank Herbert [1]. It was filmed by Denis Villeneuve in 2021 [2].",
+        STRIPS)
     assert answer == "Dune was written by Frank Herbert [1]. It was filmed by Denis Villeneuve in 2021."
     assert [(s.supported, s.by, s.cited) for s in sentences] == [(True, "model", [1]), (False, "none", [])]
     assert [(c.number, c.sentences) for c in citations] == [(1, [0])]
 
 
 def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before():
-    assert answer_sentences("Herbert wrote it. [1] It won the Hugo. [2]") == ["Herbert wrote it [1].", "It won the Hugo [2]."]
+    assert answer_sentences("Herbert wrote it. [1] It won the Hugo. [2]") == [
+        "Herbert wrote it [1].", "It won the Hugo [2]."]
 
 
 # the last: a crag answer on PopQA dev, counted as an uncited statement before "not directly" was read
-@pytest.mark.parametrize("answer", ["I don't know.", "", "The capital of Yalutorovsky District is not directly mentioned in the context."])
+@pytest.mark.parametrize("answer", ["I don't know.", "",
+                                    "The capital of Yalutorovsky District is not directly mentioned in the context."])
 def test_an_abstention_cites_nothing(answer):
     assert attribute("Who wrote Dune?", answer, STRIPS) == (answer, [], [])
 
@@ -68,7 +72,8 @@ def test_with_no_strips_the_answer_is_unchanged():
     ("the river [note 4] and its delta [when?] flood", "the river and its delta flood"),
     ("as cited.[12]: 34 Next", "as cited. Next"),
     # not footnotes: code indices and Markdown links keep their brackets
-    ("kubectl get pods -o jsonpath='{.items[0].metadata.name}'", "kubectl get pods -o jsonpath='{.items[0].metadata.name}'"),
+    ("kubectl get pods -o jsonpath='{.items[0].metadata.name}'",
+     "kubectl get pods -o jsonpath='{.items[0].metadata.name}'"),
     ("see [the docs](https://kubernetes.io) first", "see [the docs](https://kubernetes.io) first"),
 ])
 def test_footnote_markers_are_removed(text, expected):
@@ -130,7 +135,8 @@ def test_a_clause_no_strip_states_leaves_the_sentence_uncited():
 
 
 def test_clauses_split_only_where_independent_clauses_join():
-    assert clauses("Darko Dimitrov and Lazar Cvetkovski composed it.") == ["Darko Dimitrov and Lazar Cvetkovski composed it."]
+    assert clauses("Darko Dimitrov and Lazar Cvetkovski composed it.") == [
+        "Darko Dimitrov and Lazar Cvetkovski composed it."]
     assert clauses("It costs 1%; payouts take two days.") == ["It costs 1%", "payouts take two days."]
     assert clauses("Yes, and fast.") == ["Yes, and fast."]  # a two-word part is no clause
 
@@ -138,7 +144,8 @@ def test_clauses_split_only_where_independent_clauses_join():
 # crag's help-centre answer (adversarial test, clause run) came out "…Lane Capital Bank, N [2]. A.
 # about Paylane": a marker after an abbreviation's stop was moved before it, and the sentence cut.
 def test_a_marker_after_an_abbreviation_stays_in_its_sentence():
-    card = [Strip("paylane-card.md#1", 0, "The card is issued by **Lane Capital Bank, N.A.**, Paylane's banking partner, "
+    card = [Strip("paylane-card.md#1", 0, "The card is issued by **Lane Capital Bank, N.A.**, "
+                                          "Paylane's banking partner, "
                                           "under licence from Visa.")]
     answer, sentences, _ = attribute("Which bank issues the Paylane card?",
                                      "The card is issued by Lane Capital Bank, N.A. [1] under licence from Visa.", card)

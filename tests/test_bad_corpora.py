@@ -95,7 +95,8 @@ def test_a_json_string_holding_a_line_separator_stays_one_document(tmp_path):
 def test_mixed_scripts_and_a_bom_load_as_text(tmp_path):
     from program.retrieval import load_documents
 
-    (tmp_path / "kb.jsonl").write_bytes("\ufeff".encode() + '{"id": "ar", "text": "الاسترداد خلال 5 أيام. Refund in 5 days. 返金は5日。"}\n'.encode())
+    (tmp_path / "kb.jsonl").write_bytes("\ufeff".encode() + '{"id": "ar", "text": "الاسترداد خلال 5 أيام. '
+                                                            'Refund in 5 days. 返金は5日。"}\n'.encode())
     docs = load_documents(tmp_path / "kb.jsonl")
     assert docs[0].doc_id == "ar" and docs[0].text.startswith("الاسترداد")
 
@@ -159,4 +160,5 @@ def test_a_fifo_as_the_corpus_is_refused_at_once(tmp_path):
     run = subprocess.run([sys.executable, "-m", "program", "index", str(tmp_path / "kb.jsonl"), "--out",
                           str(tmp_path / "ix")], cwd=ROOT, env=program_env(tmp_path / "cache"),
                          capture_output=True, text=True, timeout=120)
-    assert (run.returncode, run.stderr) == (2, f"error: corpus path {tmp_path / 'kb.jsonl'} is not a regular file (FIFO)\n")
+    assert (run.returncode, run.stderr) == (2, f"error: corpus path {tmp_path / 'kb.jsonl'} is not a regular file "
+                                               f"(FIFO)\n")

@@ -30,7 +30,8 @@ def test_caps_given_at_construction_reach_every_part():
     assert (program.settings.caps, program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == \
            (caps, 1, 2, 3)
     default = CRAG(ListKnowledgeBase([FOUNDING]), web_k=3)
-    assert default.settings.caps is None and (default.web_searcher.k, default.refiner.max_strips, default.checker.max_claims) == (3, 4, 8)
+    assert default.settings.caps is None and (default.web_searcher.k, default.refiner.max_strips,
+                                              default.checker.max_claims) == (3, 4, 8)
 
 
 def test_the_caps_come_from_the_environment_and_refuse_bad_values(monkeypatch):

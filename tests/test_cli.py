@@ -104,7 +104,8 @@ def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
     assert lines[0] == FALLBACK_ANSWER
     assert re.fullmatch(r"action: incorrect  confidence: 0\.\d\d  fallback: True", lines[2])
     assert float(lines[2].split()[3]) < 0.5
-    assert re.fullmatch(r"declined \(confidence 0\.\d\d < accept 0\.50\): Acme Rockets was founded by Elon Musk \[1\]\.",
+    assert re.fullmatch(r"declined \(confidence 0\.\d\d < accept 0\.50\): "
+                        r"Acme Rockets was founded by Elon Musk \[1\]\.",
                         lines[3])
 
 

@@ -14,7 +14,8 @@ def test_the_committed_compile_answers_with_the_fake_lm(fake_lm):
     manifest = read_manifest(COMPILED_DIR)
     crag = load_compiled(knowledge_base=ListKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)
     assert crag.judges is not None  # the trained judges came with it
-    assert (crag.settings.lower, crag.settings.upper) != (None, None) and 0 <= crag.settings.lower <= crag.settings.upper <= 1
+    assert (crag.settings.lower,
+            crag.settings.upper) != (None, None) and 0 <= crag.settings.lower <= crag.settings.upper <= 1
     assert manifest["lm"] and manifest["dspy_version"].startswith("3.4")
     result = crag(question="Who founded Acme Rockets?")
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."

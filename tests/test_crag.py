@@ -12,7 +12,8 @@ from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase, generate
 
 Q = "Who founded Acme Rockets?"
 OFF_TOPIC = "The Danube flows through ten countries. It is Europe's second-longest river."
-WEB_PAGE = ("https://en.wikipedia.org/wiki/Acme_Rockets", "Rockets are fun to watch on a clear night. " + FOUNDING + " The sky over the launch site is usually blue.")
+WEB_PAGE = ("https://en.wikipedia.org/wiki/Acme_Rockets",
+            "Rockets are fun to watch on a clear night. " + FOUNDING + " The sky over the launch site is usually blue.")
 
 
 def run(kb_texts, web_pages=(WEB_PAGE,), **kwargs):
@@ -69,7 +70,8 @@ def test_ambiguous_adds_the_correction_to_the_draft_passages(fake_lm):
 
     # the draft's words stand in its passage, but it is too unsure to be the answer
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: (
-        generate(i) if "founded by Jane Roe" in i["context"] else {"answer": "Acme Rockets builds rockets in Ohio [1]."})
+        generate(i) if "founded by Jane Roe" in i["context"]
+        else {"answer": "Acme Rockets builds rockets in Ohio [1]."})
     # a confidence that reads only how much of the question the cited passages hold
     coverage_only = ConfidenceModel(weights={"question_coverage": 10.0}, bias=-9.0)
     result, web = run(["Acme Rockets builds small rockets in Ohio."], confidence=coverage_only)
@@ -116,7 +118,8 @@ def test_unsupported_claim_is_retried_once_then_dropped(fake_lm):
 def test_stricter_retry_that_fixes_the_answer_keeps_it(fake_lm):
     import signatures
 
-    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Jane Roe and Elon Musk [1]."}
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {
+        "answer": "Acme Rockets was founded by Jane Roe and Elon Musk [1]."}
     result, _ = run([FOUNDING], accept=0.0)
     assert result.retried and result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert [c.support for c in result.claims] == ["fully"]
@@ -261,7 +264,8 @@ def test_crag_checks_the_claims_of_an_answer_near_its_operating_point(fake_lm):
     result, _ = run([FOUNDING], web_pages=(), self_check=False, accept=0.0, verify_band=1.0)
     assert result.mode == "crag" and result.action is Action.CORRECT
     assert result.fallback and result.answer == FALLBACK_ANSWER and not result.retried
-    assert [(c.text, c.support, c.kept) for c in result.claims] == [("Acme Rockets was founded by Jane Roe in 2005.", "no", False)]
+    assert [(c.text, c.support, c.kept) for c in result.claims] == [
+        ("Acme Rockets was founded by Jane Roe in 2005.", "no", False)]
     assert result.declined == "Acme Rockets was founded by Jane Roe in 2005 [1]."
     assert result.declined_because == "no claim of the answer stands in its sources"
     verify = next(s for s in result.trace.steps if s.step == "verify")
@@ -274,7 +278,8 @@ def test_crag_gives_an_answer_well_above_its_operating_point_unchecked(fake_lm):
 
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Jane Roe in 2005 [1]."}
     result, _ = run([FOUNDING], web_pages=(), self_check=False, accept=0.0, verify_band=0.0)
-    assert not result.fallback and result.answer == "Acme Rockets was founded by Jane Roe in 2005." and result.claims == []
+    assert (not result.fallback and result.answer == "Acme Rockets was founded by Jane Roe in 2005."
+            and result.claims == [])
     assert "verify" not in [s.step for s in result.trace.steps]
     assert fake_lm.calls["CheckClaimSupport"] == 0
 

@@ -12,7 +12,8 @@ from program.stages.draft import ConfidenceModel, DraftEvidence, asked_names, ch
 from program.types import Action, Strip
 
 Q = "What is the default maxUnavailable for a Deployment's rolling update?"
-ANSWERING = Strip("deployment.md#4", 0, "For a Deployment, maxUnavailable is an optional field; the default value is 25%.")
+ANSWERING = Strip("deployment.md#4", 0,
+                  "For a Deployment, maxUnavailable is an optional field; the default value is 25%.")
 OTHER = Strip("daemonset.md#2", 0, "A DaemonSet rolling update replaces one pod at a time by default.")
 
 
@@ -106,7 +107,8 @@ def test_names_the_knowledge_base_never_writes_are_unmentioned_unless_the_passag
     assert check_draft(velero, "Run etcdctl snapshot save.", [backup], {}, 0.9).unmentioned == ()
     # the bug: a web page's strip about "Legg Mason" did not repeat the name; its title does
     tennis = "What sport does 2004 Legg Mason Tennis Classic play?"
-    strip = Strip("web:1", 0, "The tournament was played on outdoor hard courts.", title="2004 Legg Mason Tennis Classic")
+    strip = Strip("web:1", 0, "The tournament was played on outdoor hard courts.",
+                  title="2004 Legg Mason Tennis Classic")
     assert check_draft(tennis, "Tennis.", [strip], {}, 0.9, {"legg"}).unmentioned == ()
 
 

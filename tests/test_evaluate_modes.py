@@ -153,7 +153,8 @@ def test_all_modes_figures(run_eval, capsys):
     # self-crag's retry dropped it; rag's q1 and q3 answers hold; closed has no strips.
     assert (crag["groundedness"], crag["claims_checked"], crag["grounded_by"]) == (66.7, 3, "post-hoc")
     assert crag["groundedness_partial"] == 0.0
-    assert (self_crag["groundedness"], self_crag["claims_checked"], self_crag["grounded_by"]) == (100.0, 2, "self-check")
+    assert (self_crag["groundedness"], self_crag["claims_checked"],
+            self_crag["grounded_by"]) == (100.0, 2, "self-check")
     assert (rag["groundedness"], rag["claims_checked"]) == (100.0, 2)
     assert closed["groundedness"] is None and closed["grounded_by"] is None
     assert crag["check_lm_calls"] == 2  # q2: ExtractClaims + CheckClaimSupport for the invented claim
@@ -198,7 +199,8 @@ def test_all_modes_figures(run_eval, capsys):
         ("Acme Rockets builds rockets in Ohio [1].", "True", "True", "False")
     assert (q3["action"], q3["fallback"], q3["confidence"]) == ("ambiguous", "True", "0.018")
     checks = json.loads(q3["draft_checks"])
-    assert (checks["support"], checks["premise"], checks["question_coverage"], checks["abstained"]) == (1.0, 1.0, 0.5, False)
+    assert (checks["support"], checks["premise"], checks["question_coverage"],
+            checks["abstained"]) == (1.0, 1.0, 0.5, False)
     assert by[("rag", "q3")]["draft"] == "" and by[("rag", "q3")]["answer"] == q3["draft"]
     # the post-hoc check is outside the mode's cost: crag's q2 costs what self-crag's does before its check
     crag_calls = [int(by[("crag", q)]["lm_calls"]) for q in ("q1", "q2", "q3", "q4")]

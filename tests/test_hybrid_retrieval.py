@@ -145,7 +145,8 @@ def test_fused_sql_matches_faiss_hybrid_on_a_real_postgresql(tmp_path, pg_url, e
                                     [f"{table}_postings_by_impact"]).fetchone()[0]
             keydef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
                                   [f"{table}_postings_pkey"]).fetchone()[0]
-            postings = {(r[0], r[1]): r[2] for r in conn.execute(f'SELECT chunk_id, lexeme, tf FROM "{table}_postings"')}
+            postings = {(r[0], r[1]): r[2]
+                        for r in conn.execute(f'SELECT chunk_id, lexeme, tf FROM "{table}_postings"')}
             pages, visible = conn.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = %s",
                                           [f"{table}_postings"]).fetchone()
         assert pages > 0 and visible == pages  # the index run vacuumed them: index-only scans skip the table
@@ -164,7 +165,8 @@ def test_a_table_with_the_previous_impact_index_gets_the_covering_one_on_connect
     with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the previous release left it
         conn.execute(f'DROP INDEX "{table}_postings_by_impact"')
         conn.execute(f'CREATE INDEX "{table}_postings_impact" ON "{table}_postings" (lexeme, impact DESC)')
-        conn.execute(f"""UPDATE "{table}_meta" SET manifest = jsonb_set(manifest, '{{lexical,format}}', '"postings-1"')""")
+        conn.execute(f"""UPDATE "{table}_meta" SET manifest = """
+                     f"""jsonb_set(manifest, '{{lexical,format}}', '"postings-1"')""")
     with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
         with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
             assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
@@ -175,7 +177,8 @@ def test_a_table_with_the_previous_impact_index_gets_the_covering_one_on_connect
             assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
     assert len(caplog.records) == 1
     with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:
-        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [f"{table}_postings"])}
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s",
+                                            [f"{table}_postings"])}
     assert f"{table}_postings_by_impact" in names and f"{table}_postings_impact" not in names
 
 

@@ -90,7 +90,8 @@ def unexplained_function_imports(package: Path) -> list[str]:
                 if not isinstance(node, (ast.Import, ast.ImportFrom)) or "#" in lines[node.lineno - 1]:
                     continue
                 above = node.lineno - 2  # walk up over the block's other imports and blank lines
-                while above >= 0 and (not lines[above].strip() or lines[above].lstrip().startswith(("import ", "from "))):
+                while above >= 0 and (not lines[above].strip()
+                                      or lines[above].lstrip().startswith(("import ", "from "))):
                     above -= 1
                 if above < 0 or not lines[above].lstrip().startswith("#"):
                     out.append(f"{f.relative_to(package.parent).as_posix()}:{node.lineno}")
@@ -107,7 +108,8 @@ def test_an_unexplained_function_import_is_found(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "a.py").write_text("def f():\n    import json\n    return json\n\n\n"
-                                  "def g():\n    # lazy on purpose: heavy\n    import csv\n    import json\n    return csv, json\n")
+                                  "def g():\n    # lazy on purpose: heavy\n"
+                                  "    import csv\n    import json\n    return csv, json\n")
     assert unexplained_function_imports(package) == ["pkg/a.py:2"]
 
 
@@ -146,5 +148,6 @@ def test_the_compile_never_imports_the_studies():
 def test_a_planted_outside_import_is_found(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()
-    (package / "a.py").write_text("import json\n\n\ndef f():\n    from optimize.adapt import x  # why: planted\n    return x\n")
+    (package / "a.py").write_text("import json\n\n\ndef f():\n"
+                                  "    from optimize.adapt import x  # why: planted\n    return x\n")
     assert outside_imports(package, ("optimize",)) == ["pkg/a.py: optimize.adapt"]

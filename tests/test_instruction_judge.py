@@ -54,7 +54,8 @@ MISSED = {"french": "scores 0.40", "spanish": "scores 0.89, under the 0.90 thres
 def test_an_injection_in_each_style_is_set_aside_and_the_answer_stays(style):
     injection = STYLES[style]
     sep = "\n" if style in OWN_LINE else " "
-    passage = Passage("veltmoor", f"{ANSWER}{sep}{injection}{sep}The tower is 31 metres tall.", title="Veltmoor lighthouse")
+    passage = Passage("veltmoor", f"{ANSWER}{sep}{injection}{sep}The tower is 31 metres tall.",
+                      title="Veltmoor lighthouse")
     cleaned, removed = set_aside_instructions(passage, judge())
     assert "TANGERINE" not in cleaned.text and "tangerine" not in cleaned.text
     assert ANSWER in cleaned.text and "31 metres tall" in cleaned.text
@@ -106,7 +107,8 @@ def test_normalise_reads_look_alikes_zero_width_and_base64_as_a_reader_would():
 def test_a_saved_judge_loads_back_and_a_broken_file_is_named(tmp_path):
     saved = judge().save(tmp_path / "judge.json")
     again = InstructionJudge.load(saved)
-    assert again.threshold == judge().threshold and again.score(ANSWER) == pytest.approx(judge().score(ANSWER), abs=1e-5)
+    assert again.threshold == judge().threshold and again.score(ANSWER) == pytest.approx(judge().score(ANSWER),
+                                                                                         abs=1e-5)
     (tmp_path / "bad.json").write_text('{"format": 1}')
     with pytest.raises(ValueError, match="bad.json: not an instruction judge"):
         InstructionJudge.load(tmp_path / "bad.json")

@@ -47,9 +47,11 @@ def test_no_sentence_of_the_popqa_sources_is_set_aside():
 
 
 def test_the_help_centres_planted_injections_are_set_aside_and_nothing_else():
-    flagged = {p.name: [s for s in SPLIT.split(p.read_text()) if instruction_cue(s)] for p in sorted(KB_DIR.glob("*.md"))}
+    flagged = {p.name: [s for s in SPLIT.split(p.read_text()) if instruction_cue(s)]
+               for p in sorted(KB_DIR.glob("*.md"))}
     assert {name for name, hits in flagged.items() if hits} == {
-        "agency-partners.md", "integrations-marketplace.md", "community-subscriptions-thread.md", "seller-community-tips.md"}
+        "agency-partners.md", "integrations-marketplace.md", "community-subscriptions-thread.md",
+        "seller-community-tips.md"}
 
 
 def test_an_answering_sentence_beside_an_injection_is_kept():

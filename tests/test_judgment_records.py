@@ -22,7 +22,7 @@ NAMES = "|".join(JUDGMENTS)
 # where a judgment's name would be typed: asking who judges it, reading its judge, fitting one
 TYPED = [re.compile(p) for p in (
     rf"who_judges\([^)]*[\"']({NAMES})[\"']", rf"\.choice\([\"']({NAMES})[\"']", rf"judges\[[\"']({NAMES})[\"']\]",
-    rf"\.get\([\"']({NAMES})[\"']\)", rf"LinearJudge\.fit\([\"']", rf"JudgeSet\(\{{[\"']", rf"[\"']({NAMES})[\"'] in ")]
+    rf"\.get\([\"']({NAMES})[\"']\)", r"LinearJudge\.fit\([\"']", r"JudgeSet\(\{[\"']", rf"[\"']({NAMES})[\"'] in ")]
 
 # a claim one evidence sentence half states (word overlap: "partially"), and a support judge
 # that scores every claim 0.0067 ("no")
@@ -137,17 +137,20 @@ def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
                 for p, c in zip(passages, passage_cosines(encode, question, passages))]
 
     def example(row):
-        return {"question": row["question"], "passages": [Passage(row["id"], row["passage"], source="row")]}, row["holds"]
+        return {"question": row["question"],
+                "passages": [Passage(row["id"], row["passage"], source="row")]}, row["holds"]
 
     toy = Judgment("toy", GradeRetrieval, "", "toy", ("numbers_held", "cosine"), inputs, example=example)
-    rows = [{"id": f"r{i}", "question": f"Can I send {a} in one transfer?", "passage": f"You can send up to {b} at once.",
+    rows = [{"id": f"r{i}", "question": f"Can I send {a} in one transfer?",
+             "passage": f"You can send up to {b} at once.",
              "holds": a == b} for i, (a, b) in enumerate([(10, 10), (20, 10), (30, 30), (40, 30), (50, 50), (60, 50),
                                                           (70, 70), (80, 70), (90, 90), (15, 90)])]
     embedder = WordEmbedder()
     judge, keep = fit_from_rows(toy, rows, embedder.encode)
     judges = trained_set({toy: judge}, thresholds={"toy_keep": keep}, embedder=embedder)
     held, lost = judges.score(toy, question="Can I send 25 in one transfer?",
-                              passages=[Passage("a", "You can send up to 25 at once."), Passage("b", "Up to 12 at once.")])
+                              passages=[Passage("a", "You can send up to 25 at once."),
+                                        Passage("b", "Up to 12 at once.")])
     assert held > keep > lost
     assert judges.choice(toy).use == "trained"
 

@@ -58,7 +58,8 @@ def test_without_a_trained_judge_a_passage_scores_its_retrieval_similarity(simil
 def test_the_evaluator_asked_not_to_use_the_lm_makes_no_call(fake_lm):
     from program.stages.evaluator import RetrievalEvaluator
 
-    passages = [Passage("a#0", "Acme Rockets was founded by Jane Roe.", score=0.7), Passage("b#0", "Bananas.", score=0.1)]
+    passages = [Passage("a#0", "Acme Rockets was founded by Jane Roe.", score=0.7),
+                Passage("b#0", "Bananas.", score=0.1)]
     graded = RetrievalEvaluator()(question="Who founded Acme Rockets?", passages=passages, ask_lm=False)
     assert [(g.score, g.reason) for g in graded] == [(0.7, "relevant"), (0.1, "irrelevant")]
     assert sum(fake_lm.calls.values()) == 0
@@ -84,7 +85,8 @@ def test_score_grade_table(same, answers, outdated, expected):
 
 
 def test_decompose_splits_sentences_and_joins_fragments():
-    passage = Passage("d#0", "Early life. Jane Roe was born in Hobart in 1950.\nShe founded Acme Rockets in 1999 with two friends.")
+    passage = Passage("d#0", "Early life. Jane Roe was born in Hobart in 1950.\n"
+                             "She founded Acme Rockets in 1999 with two friends.")
     strips = decompose(passage)
     assert [s.text for s in strips] == [
         "Early life. Jane Roe was born in Hobart in 1950.",
@@ -113,7 +115,8 @@ def test_decompose_keeps_a_list_item_with_its_lead_in():
 
 
 def test_a_list_without_a_lead_in_and_the_sentence_after_a_list_stand_alone():
-    text = "Roll your keys after a leak.\n1. Open Settings and choose API keys.\n2. Press Roll on each live key.\nThe old keys stop at once."
+    text = ("Roll your keys after a leak.\n1. Open Settings and choose API keys.\n"
+            "2. Press Roll on each live key.\nThe old keys stop at once.")
     assert [s.text for s in decompose(Passage("keys#0", text))] == [
         "Roll your keys after a leak.", "1. Open Settings and choose API keys.", "2. Press Roll on each live key.",
         "The old keys stop at once."]
@@ -167,12 +170,16 @@ EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999. It is based in Ohio an
     "claim, quote, verdict",
     [
         ("Acme Rockets was founded by Jane Roe [1].", "Acme Rockets was founded by Jane Roe in 1999.", "fully"),
-        ("Jane Roe founded Acme Rockets in 1999, as mentioned in strip [1].", "Acme Rockets was founded by Jane Roe in 1999.", "fully"),
-        ("Acme Rockets was founded by Elon Musk.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # another name
+        ("Jane Roe founded Acme Rockets in 1999, as mentioned in strip [1].",
+         "Acme Rockets was founded by Jane Roe in 1999.", "fully"),
+        ("Acme Rockets was founded by Elon Musk.", "Acme Rockets was founded by Jane Roe in 1999.",
+         "no"),  # another name
         ("Acme Rockets was founded in 2005.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # another number
-        ("Acme Rockets was not founded by Jane Roe.", "Acme Rockets was founded by Jane Roe in 1999.", "no"),  # negation
+        ("Acme Rockets was not founded by Jane Roe.", "Acme Rockets was founded by Jane Roe in 1999.",
+         "no"),  # negation
         ("Acme Rockets builds satellites in Ohio.", EVIDENCE, "partially"),  # 3 of 5 content words
-        ("Acme Rockets was founded by Jane Roe.", "Acme Rockets was founded by Jane Roe on the Moon.", "no"),  # invented quote
+        ("Acme Rockets was founded by Jane Roe.", "Acme Rockets was founded by Jane Roe on the Moon.",
+         "no"),  # invented quote
         ("Acme Rockets was founded by Jane Roe.", "NONE", "no"),
         ("It employs forty people.", "It is based in Ohio and employs 40 people.", "fully"),  # the number spelled
         ("It employs fifty people.", "It is based in Ohio and employs 40 people.", "no"),
@@ -300,4 +307,5 @@ def test_an_lm_without_log_probabilities_is_read_by_its_words(monkeypatch):
 ])
 def test_a_sentence_s_first_word_is_not_a_name(claim, verdict):
     question = "What's the most I can send in a single Relay payout?"
-    assert judge_support(claim, "Up to **$25,000 per Relay payout**.", "- Up to **$25,000 per Relay payout**.", question) == verdict
+    assert judge_support(claim, "Up to **$25,000 per Relay payout**.", "- Up to **$25,000 per Relay payout**.",
+                         question) == verdict

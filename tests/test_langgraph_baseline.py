@@ -41,7 +41,8 @@ def test_all_passages_relevant_no_rewrite_no_web(fake_lm):
     assert web.queries == [] and result.trace.web == [] and result.trace.rewritten_query == ""
     assert dict(fake_lm.calls) == {"GradeDocumentBinary": 3, "GenerateAnswer": 1}
     assert result.trace.lm_calls == 4
-    assert [(s.step, s.lm_calls) for s in result.trace.steps] == [("retrieve", 0), ("grade", 3), ("generate", 1), ("cite", 0)]
+    assert [(s.step, s.lm_calls) for s in result.trace.steps] == [("retrieve", 0), ("grade", 3), ("generate", 1),
+                                                                  ("cite", 0)]
     assert result.trace.steps[1].notes == "3 of 3 graded yes"
     assert [(g.passage_id, g.score, g.reason) for g in result.grades] == \
         [("doc0#0", 1.0, "relevant"), ("doc1#0", 1.0, "relevant"), ("doc2#0", 1.0, "relevant")]

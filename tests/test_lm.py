@@ -93,7 +93,8 @@ def test_every_call_is_greedy_unless_it_asks_otherwise():
     from program.stages.generation import AnswerGenerator
     from program.types import Strip
 
-    assert TEMPERATURE == 0.0 and build_lm("openai/served", api_base="http://127.0.0.1:9/v1").kwargs["temperature"] == 0.0
+    assert TEMPERATURE == 0.0 and build_lm("openai/served",
+                                           api_base="http://127.0.0.1:9/v1").kwargs["temperature"] == 0.0
 
     class Engine:
         configs = []
@@ -104,7 +105,8 @@ def test_every_call_is_greedy_unless_it_asks_otherwise():
                             message=Message.assistant([TextPart("[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]")]))
 
     engine = Engine()
-    lm = RetryingLM("local/fake", engine=engine, max_tokens=64, retries=0, timeout=None, temperature=TEMPERATURE, cache=False)
+    lm = RetryingLM("local/fake", engine=engine, max_tokens=64, retries=0, timeout=None, temperature=TEMPERATURE,
+                    cache=False)
     with dspy.context(lm=lm):
         AnswerGenerator().draft(question="Capital of France?", strips=[Strip("a", 0, "Paris is the capital.")])
     assert engine.configs[-1].temperature == 0.0

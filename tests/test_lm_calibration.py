@@ -27,7 +27,8 @@ def test_scores_are_calibrated_by_the_random_chunks_and_by_the_batch(fake_lm):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--set", "nosuch"], "error: --set 'nosuch' is not a labeled domain; choose from adversarial, kubernetes, handbook, owasp"),
+    (["--set", "nosuch"], "error: --set 'nosuch' is not a labeled domain; choose from adversarial, kubernetes, "
+                          "handbook, owasp"),
     (["--set", "kubernetes", "--limit", "-1"], "error: --limit and --random must be 0 or more"),
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):

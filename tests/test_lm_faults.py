@@ -11,7 +11,6 @@ import time
 
 import dspy
 import pytest
-from dspy.utils.exceptions import AdapterParseError
 
 from program.guards.caps import QuestionCaps
 from program.judges.instruction import embed
@@ -55,9 +54,12 @@ def ask(server, monkeypatch, caps=None, decide_retrieval=False, **env):
 
 FAILING = {
     # fault: (server options, error pattern, requests made, least seconds of back-off)
-    "HTTP 500": ({"fault": "500"}, r"LMServerError: \[openai/fake\] the fake model is down after 3 attempt\(s\)", 3, 1.5),
-    "HTTP 429 for ever": ({"fault": "429", "retry_after": 0.2}, r"LMRateLimitError: \[openai/fake\] rate limited after 3 attempt\(s\)", 3, 0.4),
-    "timeout": ({"fault": "timeout", "hang": 3}, r"LMTransportError: \[openai/fake\] read timed out.* after 3 attempt\(s\)", 3, 3 + 1.5),
+    "HTTP 500": ({"fault": "500"}, r"LMServerError: \[openai/fake\] the fake model is down after 3 attempt\(s\)",
+                 3, 1.5),
+    "HTTP 429 for ever": ({"fault": "429", "retry_after": 0.2},
+                          r"LMRateLimitError: \[openai/fake\] rate limited after 3 attempt\(s\)", 3, 0.4),
+    "timeout": ({"fault": "timeout", "hang": 3},
+                r"LMTransportError: \[openai/fake\] read timed out.* after 3 attempt\(s\)", 3, 3 + 1.5),
     "body cut off": ({"fault": "bad-body"}, r"LMProviderError: .* after 3 attempt\(s\)", 3, 1.5),
 }
 
@@ -72,7 +74,8 @@ def test_a_failing_lm_is_retried_boundedly_then_named_in_one_error(name, server,
         ask(srv, monkeypatch)
     elapsed = time.monotonic() - started
     message = str(caught.value)
-    assert "\n" not in message and re.fullmatch(rf"the language model at {re.escape(srv.base)} failed: {pattern}", message), message
+    assert "\n" not in message and re.fullmatch(rf"the language model at {re.escape(srv.base)} failed: {pattern}",
+                                                message), message
     assert srv.requests == requests  # the first attempt and two retries, then nothing more (no JSON fallback call)
     assert backoff <= elapsed < backoff + 5
 
@@ -82,7 +85,8 @@ def test_a_rate_limit_that_clears_is_answered_after_the_retry_after_wait(server,
     result, elapsed = ask(srv, monkeypatch)
     assert result.answer == ANSWER and not result.fallback
     assert [c["cap"] for c in result.trace.caps_hit] == ["lm_retries", "lm_retries"]
-    assert "waited 0.30 s" in result.trace.caps_hit[0]["detail"] and "LMRateLimitError" in result.trace.caps_hit[0]["detail"]
+    assert ("waited 0.30 s" in result.trace.caps_hit[0]["detail"]
+            and "LMRateLimitError" in result.trace.caps_hit[0]["detail"])
     assert srv.requests == srv.calls + 2 and elapsed >= 0.6
 
 
@@ -90,7 +94,8 @@ def test_a_retry_after_beyond_the_question_deadline_stops_the_question_at_once(s
     srv = server(fault="429", retry_after=3600)
     result, elapsed = ask(srv, monkeypatch, caps=QuestionCaps(seconds=5))
     assert result.fallback and elapsed < 3
-    assert result.trace.caps_hit[-1] == {"cap": "seconds", "limit": 5, "detail": "reached while waiting to retry an LM call"}
+    assert result.trace.caps_hit[-1] == {"cap": "seconds", "limit": 5,
+                                         "detail": "reached while waiting to retry an LM call"}
     assert any("stopped: seconds cap of 5 reached while waiting to retry an LM call" in e for e in result.trace.events)
 
 
@@ -163,12 +168,15 @@ def test_ask_exits_2_naming_the_endpoint_when_the_lm_is_down(server, tmp_path):
 
     srv = server(fault="500")
     docs = write_docs(tmp_path / "docs")
-    run = subprocess.run([sys.executable, "-m", "program", "ask", QUESTION, "--model", "openai/fake", "--api-base", srv.base,
+    run = subprocess.run([sys.executable, "-m", "program", "ask", QUESTION, "--model", "openai/fake", "--api-base",
+                          srv.base,
                           "--kb", str(docs), "--compiled", "none", "--web", "none", "--no-cache"],
-                         cwd=ROOT, env=program_env(tmp_path / "cache", CRAG_LM_RETRIES="1"), capture_output=True, text=True,
+                         cwd=ROOT, env=program_env(tmp_path / "cache", CRAG_LM_RETRIES="1"), capture_output=True,
+                         text=True,
                          timeout=300)
     assert run.returncode == 2 and run.stdout == ""
     last = run.stderr.strip().splitlines()[-1]
-    assert last == (f"error: the language model at {srv.base} failed: LMServerError: [openai/fake] the fake model is down "
+    assert last == (f"error: the language model at {srv.base} failed: LMServerError: "
+                    f"[openai/fake] the fake model is down "
                     "after 2 attempt(s)"), run.stderr
     assert "Traceback" not in run.stderr and srv.requests == 2

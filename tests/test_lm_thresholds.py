@@ -83,8 +83,10 @@ def test_the_compile_calibrates_only_where_the_lm_grades_and_gives_probabilities
     assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, saved, ["judges"]) == {"k": {}}
     # the default compile does not calibrate, and drops the saved calibration of a recompiled grader
     calls.clear()
-    assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, saved, ["grading"], calibrate=False) == {}
+    assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, saved, ["grading"],
+                                                    calibrate=False) == {}
     assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, None, list(compile_module.KINDS),
                                                     calibrate=False) == {} and calls == []
-    assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, saved, ["rewrite"], calibrate=False) == saved[
+    assert compile_module.help_centre_lm_thresholds(judges, None, KB(), local, saved, ["rewrite"],
+                                                    calibrate=False) == saved[
         "lm_thresholds_by_corpus"]

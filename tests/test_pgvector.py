@@ -179,7 +179,8 @@ def test_a_dropped_connection_is_retried(tmp_path, pg_url, embedder):
         assert killed and pid != killed[0]
         with psycopg.connect(DatabaseURL.parse(pg_url).conninfo, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'")
+                          "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+                          "AND backend_type = 'client backend'")
         assert ids(kb.search("Which tower stands in Paris?", k=1)) == ["kb-1#0"]
 
 

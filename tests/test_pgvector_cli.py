@@ -109,4 +109,5 @@ def test_a_pgvector_knowledge_base_lists_its_chunks_for_adaptation(corpus, pg_ur
     with PgVectorKnowledgeBase.build(corpus, pg_url, embedder) as pg:
         faiss_kb = KnowledgeBase.build(corpus, corpus.parent / "index", embedder)
         assert pg.chunks == faiss_kb.chunks
-        assert [(c.chunk_id, c.heading) for c in pg.chunks] == [("acme.md#0", "Acme Rockets"), ("danube.md#0", "Danube")]
+        assert [(c.chunk_id, c.heading) for c in pg.chunks] == [("acme.md#0", "Acme Rockets"),
+                                                                ("danube.md#0", "Danube")]

@@ -90,7 +90,8 @@ def test_the_adversarial_knowledge_base_offers_its_own_terms():
 
 
 def test_answer_metric_rewards_right_grounded_answers_that_cite_the_right_strip():
-    example = dspy.Example(question="Who founded Acme?", context=["[1] Acme sells anvils.", "[2] Acme was founded by Jane Roe in 1999."],
+    example = dspy.Example(question="Who founded Acme?",
+                           context=["[1] Acme sells anvils.", "[2] Acme was founded by Jane Roe in 1999."],
                            gold_answers=["Jane Roe"]).with_inputs("question", "context")
     cited = dspy.Prediction(answer="Acme was founded by Jane Roe [2].")
     uncited = dspy.Prediction(answer="Acme was founded by Jane Roe.")

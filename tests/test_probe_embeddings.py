@@ -1,4 +1,5 @@
-"""The embedding probe's feature sets: the vectors' product and difference, sentence cosines, the judge's own features."""
+"""The embedding probe's feature sets: the vectors' product and difference, sentence cosines,
+the judge's own features."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ AXES = {"q": [1, 0, 0], "a": [1, 0, 0], "b": [0, 1, 0], "c": [0.6, 0.8, 0]}
 
 
 class AxisEmbedder:
-    """Each text's vector is the axis named by its first letter, either case (3 dimensions); counts the texts embedded."""
+    """Each text's vector is the axis named by its first letter, either case (3 dimensions);
+    counts the texts embedded."""
 
     def __init__(self):
         self.embedded = []

@@ -49,7 +49,8 @@ def test_a_knowledge_base_is_refined_only_where_the_file_says_so(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ('{"by_corpus": ', r"{f} is not valid JSON: Expecting value at line 1 column 15"),
     ('[1]', r"{f} must hold a JSON object, not list"),
-    ('{"by_corpus": {"KEY": {"refine_passages": "yes"}}}', r"{f}: by_corpus\.KEY\.refine_passages must be true or false, got 'yes'"),
+    ('{"by_corpus": {"KEY": {"refine_passages": "yes"}}}',
+     r"{f}: by_corpus\.KEY\.refine_passages must be true or false, got 'yes'"),
 ])
 def test_a_broken_refinement_file_is_refused_in_one_line_naming_it(tmp_path, text, message):
     import re
@@ -116,7 +117,8 @@ def test_read_whole_by_default(fake_lm):
 
 @pytest.mark.parametrize("strip, passage, expected", [
     ("Acme Rockets was founded by Jane Roe in 1999.", "", True),
-    ("She founded it with Jane Roe in 1999.", "Acme Rockets is a rocket maker.", True),  # a pronoun after a passage about it
+    ("She founded it with Jane Roe in 1999.", "Acme Rockets is a rocket maker.",
+     True),  # a pronoun after a passage about it
     ("She founded it with Jane Roe in 1999.", "The Danube is a river.", False),  # the pronoun is about another subject
     ("Acme Rockets builds small rockets.", "", False),  # about the subject, no answer
 ])

@@ -55,7 +55,8 @@ def test_load_documents_folder(tmp_path):
     report = {}
     docs = {d.doc_id: d for d in load_documents(write_corpus(tmp_path / "c"), report=report)}
     assert sorted(docs) == ["cats.md", "https://example.org/nile", "kb-1", "kb-2", "sub/tea.txt", "volcano.html"]
-    assert report["files"] == 4 and len(report["skipped_files"]) == 1 and report["skipped_files"][0].endswith("data.rtf")
+    assert report["files"] == 4 and len(report["skipped_files"]) == 1 and report["skipped_files"][0].endswith(
+        "data.rtf")
     assert docs["cats.md"].title == "Cats" and docs["sub/tea.txt"].title == "tea"
     assert docs["kb-2"].text == "Rome is the capital of Italy.\n\nThe Colosseum is an amphitheatre in Rome."
     assert docs["kb-2"].title == "Rome" and docs["https://example.org/nile"].url == "https://example.org/nile"
@@ -167,7 +168,8 @@ def test_build_search_manifest_and_reuse(tmp_path, embedder):
     kb = KnowledgeBase.build(corpus, idx, embedder=spy)
     assert spy.calls == [len(kb), len(kb.vocabulary)]  # the chunks, then the vocabulary's terms
     assert [c.chunk_id for c in kb.chunks] == ["cats.md#0", "cats.md#1", "kb-1#0", "kb-2#0",
-                                               "https://example.org/nile#0", "sub/tea.txt#0", "volcano.html#0", "volcano.html#1"]
+                                               "https://example.org/nile#0", "sub/tea.txt#0", "volcano.html#0",
+                                               "volcano.html#1"]
     top = kb.search("Which tower stands in Paris?", k=2)
     assert isinstance(top[0], Passage) and top[0].id == "kb-1#0" and top[0].source == "kb"
     assert top[0].score > top[1].score and 0.3 < top[0].score <= 1.0
@@ -180,7 +182,8 @@ def test_build_search_manifest_and_reuse(tmp_path, embedder):
     m = json.loads((idx / "manifest.json").read_text())
     assert m["format_version"] == 1 and m["chunk_count"] == 8 and m["documents"] == 6
     assert m["embedding"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "dimensions": 384}
-    assert (m["chunking"]["target_tokens"], m["chunking"]["max_tokens"], m["chunking"]["overlap_tokens"]) == (200, 300, 30)
+    assert (m["chunking"]["target_tokens"], m["chunking"]["max_tokens"],
+            m["chunking"]["overlap_tokens"]) == (200, 300, 30)
     assert sorted(m["files"]) == ["cats.md", "kb.jsonl", "sub/tea.txt", "volcano.html"]
     assert all(len(h) == 64 for h in m["files"].values()) and m["created"].endswith("+00:00")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "idx"]  # no temp folders left

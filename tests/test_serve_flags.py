@@ -78,7 +78,8 @@ def test_index_refuses_a_bad_flag_in_one_line_before_indexing(flags, message, tm
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n\nAcme Rockets was founded by Jane Roe.\n")
     flags = [f.replace("{tmp}", str(tmp_path)) for f in flags]
-    run = _run(["index", str(tmp_path / "docs"), *flags, *([] if "--out" in flags else ["--out", str(tmp_path / "ix")])],
+    run = _run(["index", str(tmp_path / "docs"), *flags,
+                *([] if "--out" in flags else ["--out", str(tmp_path / "ix")])],
                tmp_path)
     _assert_refused(run, message.replace("{tmp}", str(tmp_path)))
     assert not (tmp_path / "ix").exists() and not (tmp_path / "cache").exists()

@@ -42,7 +42,8 @@ def test_ask_returns_the_whole_result_as_ask_json_does(service, served_fake_lm):
 
     cli = subprocess.run([sys.executable, "-m", "program", "ask", Q, "--json", "--model", "openai/fake",
                           "--api-base", served_fake_lm.base, "--kb", str(service.docs), "--compiled", "none",
-                          "--web", "none", "--no-cache"], cwd=ROOT, env=program_env(service.root / "cli-cache"),  # every LM call made, as the service
+                          "--web", "none", "--no-cache"], cwd=ROOT,
+                         env=program_env(service.root / "cli-cache"),  # every LM call made, as the service
                          capture_output=True, text=True, timeout=180)
     assert cli.returncode == 0, cli.stderr
     # the same result, but a client is not told where the documents are on the server
@@ -84,7 +85,8 @@ def test_the_stream_sends_each_step_in_order_then_the_result_and_done(service):
     # the last answer event is the cited one: the same citations as the result's
     first, cited = [e for name, e in events if name == "answer"]
     assert "cited" not in first and cited["cited"] is True
-    assert first["answer"] == data["result"]["result"]["draft"] and first["probability"] is None  # no log probabilities served
+    # no log probabilities served
+    assert first["answer"] == data["result"]["result"]["draft"] and first["probability"] is None
     assert cited["citations"] == data["result"]["result"]["citations"]
     assert [(c["number"], c["source_id"], c["sentences"]) for c in cited["citations"]] == [(1, "acme.md#0", [0])]
     assert cited["sentences"] == [{"text": "Acme Rockets was founded by Jane Roe.", "cited": [1], "supported": True,
@@ -102,7 +104,8 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
     assert names[:5] == ["question", "retrieved", "graded", "answer", "action"] and names[-2:] == ["result", "done"]
     data = dict(events)
     # the fake reader finds no founder in the Danube page: its draft abstains, so the action is incorrect
-    assert data["action"]["action"] == "incorrect" and data["action"]["reasons"] == ["the draft says the passages do not answer"]
+    assert data["action"]["action"] == "incorrect" and data["action"]["reasons"] == [
+        "the draft says the passages do not answer"]
     assert data["rewrite"]["query"] == "Acme Rockets founder" and names.index("rewrite") > names.index("action")
     retrieved = [e for name, e in events if name == "retrieved"]
     assert [(e["stage"], [p["id"] for p in e["passages"]]) for e in retrieved] == \
@@ -153,7 +156,8 @@ def test_healthz_names_the_lm_knowledge_base_compile_and_queue(service):
     assert health["knowledge_base"] == {"name": "docs", "chunks": 2}  # the folder's name, not its path
     assert health["compiled"] is None and health["web"] == "none"
     assert health["queue"] == {"running": 0, "waiting": 0, "concurrency": 8, "max_queue": 64}
-    assert health["judges"] == {"judgments": {"passage": "similarity", "strip": "lm", "support": "lm", "usefulness": "lm"},
+    assert health["judges"] == {"judgments": {"passage": "similarity", "strip": "lm", "support": "lm",
+                                              "usefulness": "lm"},
                                 "adapted": False, "corpus": "", "calibrated_here": False}
     assert httpx.get(f"{service.base}/openapi.json").json()["paths"].keys() >= {"/ask", "/ask/stream", "/healthz"}
     assert httpx.get(f"{service.base}/docs").status_code == 200

@@ -17,7 +17,8 @@ def test_keywords_replace_the_fields_they_name_and_the_parts_follow_them():
     caps = QuestionCaps(web_pages=4, strips=3, claims=5)
     program = CRAG(ListKnowledgeBase([FOUNDING]), settings=CRAGSettings(k=5, upper=0.7), self_check=False, caps=caps)
     assert program.settings == CRAGSettings(k=5, upper=0.7, self_check=False, caps=caps)
-    assert (program.settings.accept, program.settings.verify_band) == (DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND) == (0.5, 0.1)
+    assert (program.settings.accept,
+            program.settings.verify_band) == (DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND) == (0.5, 0.1)
     assert (program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == (4, 3, 5)
     assert program.mode == "crag" and program.decide_retrieval is False and program.decider is None
 

@@ -1,4 +1,5 @@
-"""A boolean field's probability, and a text field's, from the LM's token log probabilities (program.lm.token_scores)."""
+"""A boolean field's probability, and a text field's,
+from the LM's token log probabilities (program.lm.token_scores)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_log_probabilities_are_asked_only_of_lms_that_give_them():
 
     assert LlamaCppEngine.logprobs is True and supports_logprobs(FakeLM({}))
     assert supports_logprobs(dspy.LM("openai/gpt-4o-mini")) and supports_logprobs(dspy.LM("hosted_vllm/qwen"))
-    assert not supports_logprobs(dspy.LM("anthropic/claude-sonnet")) and not supports_logprobs(dspy.LM("ollama_chat/qwen"))
+    assert not supports_logprobs(dspy.LM("anthropic/claude-sonnet")) and not supports_logprobs(
+        dspy.LM("ollama_chat/qwen"))
 
 
 def _tokens(*pairs) -> dict:

@@ -26,7 +26,8 @@ def test_a_domain_source_holds_its_training_rows_only(help_centre):
     train = {r["id"] for k in ("grading", "queries", "strips", "support") for r in load_rows("adversarial", k, "train")}
     groups = set(source.passage.groups) | set(source.strip.groups) | set(source.support.groups)
     assert groups <= train
-    assert set(source.expected) == {r["id"] for r in load_rows("adversarial", "queries", "train") if r["needs_retrieval"]}
+    assert set(source.expected) == {r["id"] for r in load_rows("adversarial", "queries", "train")
+                                    if r["needs_retrieval"]}
 
 
 def test_judges_fitted_with_the_labels_calibrate_that_knowledge_base(help_centre, embedder):

@@ -74,7 +74,8 @@ def test_evaluate_refuses_questions_without_a_knowledge_base(tmp_path, monkeypat
 
 def test_evaluate_names_the_bad_row_and_exits_2(tmp_path, capsys):
     (tmp_path / "q.csv").write_text("question,answers\nWho?,\n")
-    assert evaluate.main(["--questions", str(tmp_path / "q.csv"), "--kb", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert evaluate.main(["--questions", str(tmp_path / "q.csv"), "--kb", str(tmp_path), "--out",
+                          str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'q.csv'}:2: field 'answers' is empty; an answerable row " \
                                       "needs at least one gold answer (or set answerable to false)\n"
 

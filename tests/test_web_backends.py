@@ -144,14 +144,16 @@ def test_an_unreachable_service_names_the_backend(name, web_config):
     config = web_config.with_(backend=name, retries=0, searx_url=dead, duckduckgo_url=dead + "/html/",
                               wikipedia_url=dead + "/w/api.php", tavily_url=dead + "/search",
                               serper_url=dead + "/search", brave_url=dead + "/search")
-    with pytest.raises(WebSearchError, match=rf"^{name}: cannot reach http://127\.0\.0\.1:\d+/\S* \(Connection refused\)"):
+    with pytest.raises(WebSearchError,
+                       match=rf"^{name}: cannot reach http://127\.0\.0\.1:\d+/\S* \(Connection refused\)"):
         build_backend(config).search("Acme", 2)
 
 
 def test_a_slow_service_times_out(web_config, web_server):
     backend = SearxngBackend(web_config.with_(read_timeout=0.3, retries=0))
     backend.url = f"{web_server.base}/pages/slow.html"  # answers after 1.5 s
-    with pytest.raises(WebSearchError, match=r"^searxng: http://127\.0\.0\.1:\d+/pages/slow\.html did not answer within 0\.3 s"):
+    with pytest.raises(WebSearchError,
+                       match=r"^searxng: http://127\.0\.0\.1:\d+/pages/slow\.html did not answer within 0\.3 s"):
         backend.search("Acme", 2)
 
 

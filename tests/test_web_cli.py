@@ -62,14 +62,16 @@ def test_ask_with_a_scope_that_drops_everything_abstains(cli, web_server, capsys
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["fallback"] and result["answer"] == "I don't have reliable information on this."
     assert result["trace"]["web"][0]["dropped_by_scope"] == 3
-    assert "web path failed: all 3 hits are outside the allowed sources (3 dropped by scope)" in result["trace"]["events"]
+    assert ("web path failed: all 3 hits are outside the allowed sources (3 dropped by scope)"
+            in result["trace"]["events"])
 
 
 def test_ask_without_private_urls_refuses_the_loopback_pages(cli, web_server, capsys):
     assert main(["ask", Q, "--web", "searxng", "--searx-url", web_server.base, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     failures = result["trace"]["web"][0]["fetch_failures"]
-    assert [f["url"] for f in failures] == [f"{web_server.base}/pages/acme.html", f"{web_server.base}/pages/danube.html"]
+    assert [f["url"] for f in failures] == [f"{web_server.base}/pages/acme.html",
+                                            f"{web_server.base}/pages/danube.html"]
     assert all("resolves to the internal address 127.0.0.1" in f["error"] for f in failures)
     # the snippets stand in for the refused pages and go through the same strip filter
     assert [s["text"] for s in result["strips"]] == ["Acme Rockets was founded by Jane Roe."]

@@ -42,7 +42,8 @@ def test_rewrite_search_fetch_and_trace(fake_lm, web_server, web_config):
 def test_a_failed_fetch_falls_back_to_the_snippet(fake_lm, web_server, web_config):
     web_server.hit_paths = None
     found = searcher(web_config, backend="tavily")(question=Q)
-    assert [p.url for p in found.passages][:2] == [f"{web_server.base}/pages/acme.html", f"{web_server.base}/pages/danube.html"]
+    assert [p.url for p in found.passages][:2] == [f"{web_server.base}/pages/acme.html",
+                                                   f"{web_server.base}/pages/danube.html"]
     web_server.hit_paths = ["/pages/doc.pdf"]
     found = searcher(web_config)(question=Q)
     assert found.passages == [] and "unsupported content type application/pdf" in found.error
@@ -125,7 +126,8 @@ def test_an_irrelevant_page_contributes_nothing(fake_lm, web_server, web_config)
     result = CRAG(ListKnowledgeBase([OFF_TOPIC]), web=build_backend(web_config), web_k=3)(question=Q)
     assert result.action is Action.INCORRECT
     # the page's heading "Acme Rockets" is too short to stand alone: decompose joins it to the next sentence
-    assert [(s.text, s.url) for s in result.strips] == [(f"Acme Rockets {FOUNDING}", f"{web_server.base}/pages/acme.html")]
+    assert [(s.text, s.url) for s in result.strips] == [(f"Acme Rockets {FOUNDING}",
+                                                         f"{web_server.base}/pages/acme.html")]
     assert all("danube" not in s.source_id for s in result.strips)
     assert "Jane Roe" in result.answer and result.citations[0].url.endswith("/pages/acme.html")
     (record,) = result.trace.web
@@ -159,7 +161,8 @@ def test_web_failure_keeps_the_internal_answer(fake_lm, web_server, web_config):
     knowledge base searched again with the rewritten query still corrects the draft, and the
     answer comes from internal knowledge (the draft's passage and the one re-retrieval found)."""
     fake_lm.rules[GenerateAnswer] = lambda i: (
-        generate(i) if "founded by Jane Roe" in i["context"] else {"answer": "Acme Rockets builds rockets in Ohio [1]."})
+        generate(i) if "founded by Jane Roe" in i["context"]
+        else {"answer": "Acme Rockets builds rockets in Ohio [1]."})
     # a confidence that reads only how much of the question the cited passages hold: the draft's
     # words stand in its passage (not INCORRECT), but it does not say who founded Acme (not CORRECT)
     coverage_only = ConfidenceModel(weights={"question_coverage": 10.0}, bias=-9.0)
@@ -174,11 +177,14 @@ def test_web_failure_keeps_the_internal_answer(fake_lm, web_server, web_config):
     assert [g.passage_id for g in result.corrected_grades] == ["doc1#0"]
     assert [s.step for s in result.trace.steps][4:9] == ["rewrite", "re-retrieve", "web-search", "evaluate-corrected",
                                                          "generate"]
-    assert any(e.startswith("web path failed: searxng: cannot reach http://127.0.0.1:9/search") for e in result.trace.events)
-    assert any(e.startswith("draft 0.09, corrected answer 0.73: kept the corrected answer") for e in result.trace.events)
+    assert any(e.startswith("web path failed: searxng: cannot reach http://127.0.0.1:9/search")
+               for e in result.trace.events)
+    assert any(e.startswith("draft 0.09, corrected answer 0.73: kept the corrected answer")
+               for e in result.trace.events)
 
 
 def test_snapshot_like_backends_keep_working(fake_lm):
     web = FakeWeb([("https://en.wikipedia.org/wiki/Acme_Rockets", FOUNDING)])
     found = WebSearcher(web)(question=Q)
-    assert [p.text for p in found.passages] == [FOUNDING] and found.fetched == [] and web.queries == ["Acme Rockets founder"]
+    assert [p.text for p in found.passages] == [FOUNDING] and found.fetched == [] and web.queries == [
+        "Acme Rockets founder"]

@@ -40,7 +40,8 @@ def test_internal_addresses_are_refused(address):
 
 def test_public_addresses_pass():
     assert check_url("https://93.184.216.34/wiki/Harbin") == "https://93.184.216.34/wiki/Harbin"
-    assert check_url("http://en.wikipedia.org/wiki/Harbin", resolver=resolver_to("208.80.154.224", "2620:0:861:ed1a::1"))
+    assert check_url("http://en.wikipedia.org/wiki/Harbin",
+                     resolver=resolver_to("208.80.154.224", "2620:0:861:ed1a::1"))
 
 
 def test_a_name_is_refused_if_any_address_is_internal():

@@ -9,7 +9,8 @@ from program.web.scope import DomainScope, host_in
 
 def test_domains_cover_their_subdomains_only():
     assert host_in("en.wikipedia.org", ["wikipedia.org"]) and host_in("WIKIPEDIA.ORG.", ["wikipedia.org"])
-    assert not host_in("notwikipedia.org", ["wikipedia.org"]) and not host_in("wikipedia.org.evil.com", ["wikipedia.org"])
+    assert not host_in("notwikipedia.org", ["wikipedia.org"]) and not host_in("wikipedia.org.evil.com",
+                                                                              ["wikipedia.org"])
 
 
 def test_allowed_blocked_and_empty_scopes():

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from program.retrieval import Embedder
 from program.web import OfflineSnapshotBackend, SearchBackend, SearchHit, WebSearchError, default_cache_dir
 from program.web.snapshot import PROJECT_ROOT
 

@@ -58,7 +58,8 @@ def test_a_name_resolving_to_an_internal_address_is_refused(name):
 @pytest.mark.parametrize("host, address", [("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"),
                                            ("0177.0.0.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
                                            ("10.1", "10.0.0.1"), ("0", "0.0.0.0"),
-                                           ("[::ffff:7f00:1]", "::ffff:7f00:1"), ("[0:0:0:0:0:ffff:a9fe:a9fe]", "::ffff:a9fe:a9fe")])
+                                           ("[::ffff:7f00:1]", "::ffff:7f00:1"),
+                                           ("[0:0:0:0:0:ffff:a9fe:a9fe]", "::ffff:a9fe:a9fe")])
 def test_numeric_spellings_of_internal_addresses_are_refused(host, address):
     # decimal, hex, octal and short forms: getaddrinfo reads them as addresses, so does the check
     with pytest.raises(UnsafeURLError, match=rf"resolves to the internal address {re.escape(address)} "):

@@ -27,7 +27,8 @@ import json
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent
-CASES_FILE, KB_FILE, WEB_SNAPSHOT_FILE = DATA_DIR / "cases.jsonl", DATA_DIR / "kb.jsonl", DATA_DIR / "web_snapshot.jsonl"
+CASES_FILE, KB_FILE, WEB_SNAPSHOT_FILE = (DATA_DIR / "cases.jsonl", DATA_DIR / "kb.jsonl",
+                                          DATA_DIR / "web_snapshot.jsonl")
 WHERE = ("strip", "kb", "kb-beside", "web", "web-beside")
 KINDS = ("ignore-question", "reveal-prompt", "add-link", "ask-secret", "answer-else")
 

@@ -216,7 +216,7 @@ for k in KINDS:
 langs = cnt["language"]
 if len(langs) < 5:
     bad(f"only {len(langs)} languages (need >= 5)")
-if sum(1 for l, v in langs.items() if l != "en" and v >= 15) < 4:
+if sum(1 for lang, v in langs.items() if lang != "en" and v >= 15) < 4:
     bad("need at least 4 non-English languages with >= 15 cases each (5 languages in all)")
 if n and not (0.4 <= cnt["split"]["train"] / n <= 0.6):
     bad(f"split unbalanced: {dict(cnt['split'])}")

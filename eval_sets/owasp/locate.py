@@ -4,8 +4,8 @@ The questions, answers, pages and evidence were written by hand from the documen
 program adds is ``relevant_chunk_ids``: the chunks of each row's relevant documents (as the
 retriever cuts them, ``eval_sets.chunks``) whose text holds one of its gold answers (case,
 whitespace and hyphenation normalised); where conversion lost the answer, the chunks of the page
-its evidence is on (the validator counts those rows as extraction misses). ``page`` becomes ``pages``; an empty ``evidence`` and a
-null ``where`` are dropped. Prints how many answerable rows found a chunk.
+its evidence is on (the validator counts those rows as extraction misses). ``page`` becomes ``pages``; an empty
+``evidence`` and a null ``where`` are dropped. Prints how many answerable rows found a chunk.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ def web_config(args):
     """The ``WebConfig`` the flags and environment ask for (flags win); with neither ``--web`` nor
     ``$CRAG_WEB``, the knowledge base's default (``resources.default_web``: the snapshot for
     PopQA, no web for a user's own). Raises ValueError for a bad value."""
-    backend = args.web or (None if os.environ.get("CRAG_WEB") else resources.default_web(resources.kb_location(args.kb)))
+    backend = args.web or (None if os.environ.get("CRAG_WEB")
+                           else resources.default_web(resources.kb_location(args.kb)))
     return WebConfig.from_env(backend=backend, searx_url=args.searx_url, allowed_domains=args.web_allow,
                               blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
 

@@ -11,7 +11,8 @@ question           ``question``
 decide-retrieval   ``needs_retrieval`` (Self-RAG's Retrieve token)
 retrieved          ``stage`` (``initial`` | ``corrected``), ``passages`` (id, title, url, source, score, text)
 graded             ``stage``, ``grades`` (passage_id, score, reason, explanation), ``lower``, ``upper``
-action             ``action`` (correct | ambiguous | incorrect), ``confidence`` (the draft's), ``reasons``, ``accept``, ``lower``
+action             ``action`` (correct | ambiguous | incorrect), ``confidence`` (the draft's), ``reasons``, ``accept``,
+                   ``lower``
 rewrite            ``query`` (RewriteQuery's search query)
 web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
 strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``
@@ -122,7 +123,8 @@ class StepRecorder(BaseCallback):
         self.lm_calls += 1
 
     def on_module_start(self, call_id, instance, inputs):
-        inputs = inputs.get("kwargs", inputs) if isinstance(inputs.get("kwargs"), dict) else inputs  # Module.__call__(**kwargs)
+        # Module.__call__(**kwargs)
+        inputs = inputs.get("kwargs", inputs) if isinstance(inputs.get("kwargs"), dict) else inputs
         self._calls[call_id] = (instance, inputs)
         if isinstance(instance, CRAG):
             self._depth += 1

@@ -6,7 +6,8 @@ and claims, each configurable and each hit reported in the trace.
 
 | cap | default | environment | enforced by |
 |---|---|---|---|
-| ``seconds`` per question | 300 | ``CRAG_MAX_SECONDS`` | before every step and every LM call; a served LM call's timeout is the time left |
+| ``seconds`` per question | 300 | ``CRAG_MAX_SECONDS`` | before every step and every LM call; a served LM call's
+timeout is the time left |
 | ``tokens`` (prompt + completion) | 60000 | ``CRAG_MAX_TOKENS`` | before every step |
 | ``lm_calls`` | 40 | ``CRAG_MAX_LM_CALLS`` | before every step |
 | ``lm_retries`` per LM call | 2 | ``CRAG_LM_RETRIES`` | ``program.lm.retry.RetryingLM`` |
@@ -16,7 +17,8 @@ and claims, each configurable and each hit reported in the trace.
 | ``claims`` checked | 8 | ``CRAG_MAX_CLAIMS`` | ``ClaimChecker.max_claims`` |
 
 A question that has reached its ``seconds``, ``tokens`` or ``lm_calls`` cap stops before its
-next step (``seconds`` also before its next LM call) with :class:`CapReached`; ``CRAG.forward`` turns that into the honest fallback
+next step (``seconds`` also before its next LM call) with :class:`CapReached`; ``CRAG.forward`` turns that into the
+honest fallback
 answer with the cap in ``trace.caps_hit`` and a note in ``trace.events``. The other caps trim
 (keep the first web pages, the best strips, the first claims) and are reported the same way.
 An LM call already running finishes first: a served one within its timeout (the time left), an

@@ -1,7 +1,8 @@
 """The question as the program accepts it: stripped, not empty, within a length cap, printable.
 
 Right-to-left and mixed scripts, emoji and format characters (zero-width joiners, bidi marks)
-are ordinary text, but a question holding nothing else (``"\u200b\u200b"``) is empty. C0 and C1 control characters other than tab, newline and carriage return
+are ordinary text, but a question holding nothing else (``"\u200b\u200b"``) is empty. C0 and C1 control characters
+other than tab, newline and carriage return
 (a NUL, an escape sequence, a bell) are refused: no question needs them, and an escape sequence
 in a question would reach terminals and logs that print it.
 """
@@ -16,7 +17,8 @@ _CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # Cc without tab, newline, c
 # Format characters (Cf: zero-width spaces and joiners, bidi marks, the BOM) show nothing: a question
 # of only these is empty. Listed literally, for the schema's pattern.
 # (Planes 0, 1 and 14 hold every one; scanning only them keeps the import fast.)
-_INVISIBLE = "".join(c for c in map(chr, [*range(0x20000), *range(0xE0000, 0xE1000)]) if unicodedata.category(c) == "Cf")
+_INVISIBLE = "".join(c for c in map(chr, [*range(0x20000), *range(0xE0000, 0xE1000)])
+                     if unicodedata.category(c) == "Cf")
 # The rules of ``validate_question`` as a regular expression, for the API's schema: at least one
 # character that is neither space, format nor control; a first and last character that are neither
 # space nor control, at most MAX_QUESTION_CHARS from one to the other, no control character between

@@ -84,7 +84,8 @@ def judged_text(passage) -> str:
     return f"{title}. {passage.text}"
 
 
-def strip_inputs(question: str, strip: str, cosine: float, source, passage_cosine: float) -> tuple[list[float], list[str]]:
+def strip_inputs(question: str, strip: str, cosine: float, source,
+                 passage_cosine: float) -> tuple[list[float], list[str]]:
     """The strip judge's inputs ``(dense features, cue pairs)`` for one strip (CRAG §4.4).
 
     Args:
@@ -137,7 +138,8 @@ def _support_inputs(encode, claim: str, evidence: str, lexical_verdict: float, q
     sentences = evidence_sentences(evidence) or [evidence]
     vectors = encode([claim, evidence[:2000]] + sentences)
     cosines = (vectors[2:] @ vectors[0]).tolist()
-    return [(support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict, question), None)]
+    return [(support_features(claim, sentences, cosines, float(vectors[1] @ vectors[0]), lexical_verdict, question),
+             None)]
 
 
 PASSAGE = Judgment("passage", GradeRetrieval, "evaluator.grade", "grading", tuple(PASSAGE_NAMES), _passage_inputs)

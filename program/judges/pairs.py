@@ -95,7 +95,8 @@ def popqa_passage_pairs(questions: list[dict], kb, k: int = 6) -> Pairs:
     for q, passages in zip(questions, results):
         for p in passages:
             label = names_subject(p.text, q["subject"]) and states_answer(p.text, q["possible_answers"])
-            pairs.add(passage_features(q["question"], p.text, p.score), cue_pairs(q["question"], p.text), label, q["id"],
+            pairs.add(passage_features(q["question"], p.text, p.score), cue_pairs(q["question"], p.text), label,
+                      q["id"],
                       text=(q["question"], judged_text(p)))
     return pairs
 
@@ -203,7 +204,8 @@ def adversarial_strip_pairs(rows: list[dict], embedder) -> Pairs:
     return pairs
 
 
-def support_pair_features(pairs: list[tuple[str, str]], embedder, questions: list[str] | None = None) -> list[list[float]]:
+def support_pair_features(pairs: list[tuple[str, str]], embedder,
+                          questions: list[str] | None = None) -> list[list[float]]:
     """``support_features`` of ``(claim, evidence)`` pairs, embedding each distinct text once.
 
     ``questions``: the question each claim answers (one per pair), or None when unknown."""
@@ -292,7 +294,8 @@ def synthetic_support_pairs(docs: list[tuple[str, str]], embedder, limit: int = 
 
 # How a generator states a PopQA answer (relation -> claim templates; {s} subject, {a} answer).
 CLAIM_TEMPLATES = {
-    "capital": ["The capital of {s} is {a}.", "{a} is the capital of {s}.", "{s} has its administrative center in {a}."],
+    "capital": ["The capital of {s} is {a}.", "{a} is the capital of {s}.",
+                "{s} has its administrative center in {a}."],
     "capital of": ["{s} is the capital of {a}."],
     "producer": ["The producer of {s} was {a}.", "{s} was produced by {a}."],
     "place of birth": ["{s} was born in {a}.", "{s} is a native of {a}."],
@@ -316,7 +319,8 @@ def _stated_answer(text: str, answers: list[str]) -> str | None:
 
 
 def _answering_strip(q: dict, passages) -> tuple[tuple[list, int] | None, list[str]]:
-    """``((strips, i) of the first strip on the subject that states the answer, or None, texts of strips without it)``."""
+    """``((strips, i) of the first strip on the subject that states the answer, or None, texts of strips
+    without it)``."""
     answering, other = None, []
     for p in passages:
         strips = decompose(p)
@@ -375,7 +379,8 @@ def popqa_claims(questions: list[dict], kb, k: int = 3, seed: int = 0) -> list[d
 
         asked = {"id": q["id"], "question": q["question"]}
         rows.append({**asked, "claim": claim(answer), "evidence": evidence, "support": "fully"})
-        wrong = [a for a in by_relation[q["relation"]] if not states_answer(evidence, [a]) and a not in q["possible_answers"]]
+        wrong = [a for a in by_relation[q["relation"]]
+                 if not states_answer(evidence, [a]) and a not in q["possible_answers"]]
         if wrong:
             rows.append({**asked, "claim": claim(rng.choice(wrong)), "evidence": evidence, "support": "no"})
         if other:
@@ -388,7 +393,8 @@ def popqa_support_pairs(questions: list[dict], kb, embedder, k: int = 3, seed: i
     """``popqa_claims`` as the support judge's rows (label 1 for ``fully``; groups: question ids)."""
     rows = popqa_claims(questions, kb, k, seed)
     pairs = Pairs(cues=None)
-    features = support_pair_features([(r["claim"], r["evidence"]) for r in rows], embedder, [r["question"] for r in rows])
+    features = support_pair_features([(r["claim"], r["evidence"]) for r in rows], embedder,
+                                     [r["question"] for r in rows])
     for r, dense in zip(rows, features):
         pairs.add(dense, None, r["support"] == "fully", r["id"])
     return pairs

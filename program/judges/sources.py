@@ -110,7 +110,8 @@ def _join(parts: list[jd.Pairs], cues: bool = True) -> jd.Pairs:
 
 
 def _passage_thresholds(sources: list[SourcePairs], passage_oof: np.ndarray) -> tuple[dict, dict]:
-    """``(key -> that knowledge base's lower / upper thresholds, the default lower / upper)`` from out-of-fold scores."""
+    """``(key -> that knowledge base's lower / upper thresholds, the default lower / upper)`` from out-of-fold
+    scores."""
     by_corpus, pooled_best, pooled_expected, offset, popqa_default = {}, {}, {}, 0, None
     for s in sources:
         scores = passage_oof[offset: offset + len(s.passage)]

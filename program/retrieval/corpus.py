@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path

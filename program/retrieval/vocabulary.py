@@ -164,7 +164,8 @@ def _corpus_stop_words(chunks, texts: list[str], stop: frozenset[str], p: dict) 
 
 
 def _add_top_phrases(weights, names, counts: Counter, p: dict, add) -> None:
-    """``add`` each chunk's top ``phrases_per_chunk`` phrases by TF-IDF weight, rare phrases of several words skipped."""
+    """``add`` each chunk's top ``phrases_per_chunk`` phrases by TF-IDF weight, rare phrases of several words
+    skipped."""
     for i in range(weights.shape[0]):
         row = weights.getrow(i)
         taken = 0

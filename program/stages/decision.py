@@ -82,7 +82,8 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
     if evidence.unmentioned:
         return Decision(Action.INCORRECT, confidence, [unmentioned_reason(evidence.unmentioned)])
     if holds_up(evidence, confidence, accept):
-        return Decision(Action.CORRECT, confidence, [f"the draft holds up: confidence {confidence:.2f} >= accept {accept:.2f}",
+        return Decision(Action.CORRECT, confidence, [f"the draft holds up: confidence {confidence:.2f} >= accept "
+                                                     f"{accept:.2f}",
                                                      evidence.summary()])
     failed = [] if confidence < accept else [f"confidence {confidence:.2f} >= accept {accept:.2f}, but"]
     if evidence.support < MIN_SUPPORT:

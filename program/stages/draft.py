@@ -114,7 +114,8 @@ def asked_names(question: str) -> set[str]:
 
 
 def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[str, float],
-                token_probability: float | None = None, unknown: set[str] | frozenset[str] = frozenset()) -> DraftEvidence:
+                token_probability: float | None = None,
+                unknown: set[str] | frozenset[str] = frozenset()) -> DraftEvidence:
     """The draft's checks (``DraftEvidence``) for ``answer`` written from numbered ``strips``.
 
     Args:
@@ -175,7 +176,8 @@ def _or_half(p: float | None) -> float:
 
 # Set by hand before any fit: each check pulls the same way, the answer's own words and the
 # premise most (a right answer copies its words from a passage that names what was asked).
-DEFAULT_WEIGHTS = {"support": 2.0, "sentence_support": 0.0, "premise": 2.0, "question_coverage": 1.0, "token_probability": 2.0,
+DEFAULT_WEIGHTS = {"support": 2.0, "sentence_support": 0.0, "premise": 2.0, "question_coverage": 1.0,
+                   "token_probability": 2.0,
                    "passage_score": 1.0, "cited": 0.5, "numbers_grounded": 0.0}
 DEFAULT_BIAS = -4.5
 

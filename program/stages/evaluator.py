@@ -211,5 +211,6 @@ class RetrievalEvaluator(dspy.Module):
         judged = grade_probabilities(out) if probabilities else (out.same_entity, out.answers_question, out.outdated)
         score, reason = score_grade(*judged)
         if probabilities:
-            return ChunkGrade(passage.id, score, reason, "LM p(same entity)={}, p(answers)={}, p(outdated)={}".format(*judged))
+            return ChunkGrade(passage.id, score, reason,
+                              "LM p(same entity)={}, p(answers)={}, p(outdated)={}".format(*judged))
         return ChunkGrade(passage.id, score, reason)

@@ -33,11 +33,13 @@ from program.types import Passage
 
 _MODEL = r"(?:ai|a\.i\.|llms?|language models?|assistants?|chat ?bots?|models?)"
 # asking for a secret, unless the sentence warns against it ("never send your password")
-_SECRET_REQUEST = (r"^(?!.*\b(?:never|not|n't|don't|do not)\b).*\b(?:ask|send|give|provide|share|email|reply|tell|enter)\b"
+_SECRET_REQUEST = (r"^(?!.*\b(?:never|not|n't|don't|do not)\b)"
+                   r".*\b(?:ask|send|give|provide|share|email|reply|tell|enter)\b"
                    r"[^.!?\n]{0,40}\b(?:your|their|the user'?s|the merchant'?s)\s+(?:bank\s+|account\s+|full\s+)?"
                    r"(?:password|passcode|pin|api key|credentials|card number|cvc)\b")
 CUES = [re.compile(p, re.I) for p in (
-    r"\b(?:ignore|disregard|forget)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|directions|rules|the question|the user)\b",
+    r"\b(?:ignore|disregard|forget)\b[^.!?\n]{0,40}"
+    r"\b(?:instructions?|prompts?|directions|rules|the question|the user)\b",
     r"\b(?:system|developer)\s+(?:prompt|message|override|mode|instructions?)\b",
     r"\b(?:print|reveal|repeat|output|show|dump|leak)\b[^.!?\n]{0,30}\b(?:system prompt|instructions|prompt)\b",
     rf"\b(?:note|message|attention|instructions?)\s+(?:to|for)\s+(?:all\s+)?{_MODEL}\b",

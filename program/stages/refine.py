@@ -138,7 +138,8 @@ class KnowledgeRefiner(dspy.Module):
             the band), and its score then stands.
 
     ``forward(question, passages, relevant_ids=()) -> RefineReport`` (its ``kept`` strips, best
-    first; ``relevant_ids``: the ids of passages the evaluator graded relevant). With trained strip scores, when no strip reaches the threshold but such a
+    first; ``relevant_ids``: the ids of passages the evaluator graded relevant). With trained strip scores, when no
+    strip reaches the threshold but such a
     passage exists, its best-scoring strips (up to ``fallback_strips``) are kept anyway: the
     evaluator's confidence in the passage outranks the strip judge's doubt about each
     sentence. An LM strip grade of NONE is not rescued here: ``CRAG`` first runs the correction
@@ -195,7 +196,8 @@ class KnowledgeRefiner(dspy.Module):
         above = [s for s in ranked if s.relevance >= threshold]
         kept = above[: self.max_strips]
         if len(above) > self.max_strips:
-            report_cap("strips", self.max_strips, f"kept the best {self.max_strips} of {len(above)} strips above {threshold}")
+            report_cap("strips", self.max_strips,
+                       f"kept the best {self.max_strips} of {len(above)} strips above {threshold}")
         rescued = ""
         if not kept and relevant_ids and trained:
             kept = [s for s in ranked if s.source_id in set(relevant_ids)][: self.fallback_strips]

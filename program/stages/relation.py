@@ -2,7 +2,8 @@
 
 A grounding checker must be shown claims that keep the entities and change what is said about
 them (FactCC's rule-made swaps, Kryscinski et al. 2020; MiniCheck's synthetic hard negatives,
-Tang et al. 2024), because a checker that counts shared words accepts them. Ours does: "The producer of The Hunt was Craig Zobel" shares every name with "The Hunt
+Tang et al. 2024), because a checker that counts shared words accepts them. Ours does:
+"The producer of The Hunt was Craig Zobel" shares every name with "The Hunt
 is a film directed by Craig Zobel", and the trained support judge (``program.judges``, word
 overlap and entity cues) let such sentences cite the strip. In the hand check of the first
 cited runs (``docs/lab/2026-12-03-citations-first-runs.md``) most wrong citations were such role

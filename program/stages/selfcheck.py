@@ -36,9 +36,11 @@ from signatures import CheckClaimSupport, ExtractClaims
 
 RANKED_VERDICTS = ["no", "partially", "fully"]  # IsSup verdicts, worst first
 VERDICT_VALUE = {"no": 0.0, "partially": 0.5, "fully": 1.0}  # the support judge's lexical feature
-_STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b", re.I)
+_STRIP_REFERENCE = re.compile(r",?\s*(?:as )?(?:mentioned|stated|according to|see)\s+(?:in\s+)?(?:strip|context)s?\b",
+                              re.I)
 # "not directly mentioned" too: an adverb between "not" and the verb
-_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:\w+ly )?(?:stated|mentioned|provided|specified|given|contain)"
+_DONT_KNOW = re.compile(r"\b(i don't know|i do not know|not (?:\w+ly )?"
+                        r"(?:stated|mentioned|provided|specified|given|contain)"
                         r"|no information)\b", re.I)
 
 
@@ -229,7 +231,8 @@ class ClaimChecker(dspy.Module):
             if not text.strip():
                 continue
             # A claim cites what its sentence cites; an uncited claim is checked against everything.
-            cited = cited_numbers(self._sentence_for(text, answer_sentences), len(strips)) or cited_numbers(text, len(strips))
+            cited = cited_numbers(self._sentence_for(text, answer_sentences),
+                                  len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
             verdict, score = self._check(text, evidence, question)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))

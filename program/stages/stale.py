@@ -1,4 +1,5 @@
-"""Stale and contradicting sources: the current, official passage wins (docs/how-it-works.md, "Stale and contradicting sources").
+"""Stale and contradicting sources: the current, official passage wins (docs/how-it-works.md,
+"Stale and contradicting sources").
 
 Help centres keep deprecated and archived pages beside the current ones, and community posts
 beside official answers; they disagree on the very fact asked ("keys start with ``pk_``" on
@@ -18,7 +19,8 @@ from program.types import ChunkGrade, Passage
 
 _STALE = re.compile(r"\b(deprecated|archived|retired|legacy|superseded|discontinued|sunset|end[- ]of[- ]life)\b", re.I)
 # in the text, only a banner counts: a current page may well mention the deprecated version
-_STALE_BANNER = re.compile(r"\b(DEPRECATED|ARCHIVED|RETIRED|SUPERSEDED)\b|\bno longer (in effect|sold|issued|supported)\b")
+_STALE_BANNER = re.compile(r"\b(DEPRECATED|ARCHIVED|RETIRED|SUPERSEDED)\b"
+                           r"|\bno longer (in effect|sold|issued|supported)\b")
 _COMMUNITY = re.compile(r"\b(community|forum|thread|seller tips|user tips)\b", re.I)
 HEAD_CHARS = 240  # a page says what it is at its top
 

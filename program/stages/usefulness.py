@@ -64,4 +64,5 @@ class UsefulnessJudge(dspy.Module):
             except Exception:  # unparseable: no verdict either way
                 return 0.5
         # the answer is embedded like a web page (score 0 makes the judge compute its cosine)
-        return round(self.judges.score(USEFULNESS, question=question, passages=[Passage("answer", text, source="answer")])[0], 4)
+        return round(self.judges.score(USEFULNESS, question=question,
+                                       passages=[Passage("answer", text, source="answer")])[0], 4)

@@ -178,7 +178,8 @@ class WebSearcher(dspy.Module):
                                    "redirects": page.redirects, "cached": page.from_cache})
         elif isinstance(page, FetchError):
             text = hit.snippet
-            result.fetch_failures.append({"url": hit.url, "error": page.reason, "snippet_used": bool(hit.snippet.strip())})
+            result.fetch_failures.append({"url": hit.url, "error": page.reason,
+                                          "snippet_used": bool(hit.snippet.strip())})
         text = (text or hit.snippet or "").strip()
         if not text:
             return None

@@ -80,10 +80,12 @@ class DuckDuckGoBackend:
         if k <= 0 or not query.strip():
             return []
         response = request(self.session, self.name, "GET", self.url, timeout=self.config.timeout,
-                           params={"q": query}, hint="check network access to DuckDuckGo (or set another backend with --web)")
+                           params={"q": query},
+                           hint="check network access to DuckDuckGo (or set another backend with --web)")
         html = response.text
         hits = parse_results(html, self.url)
         if not hits and "result__a" not in html and "no-results" not in html and "No results" not in html:
             raise WebSearchError(self.name, "the results page has no results section "
-                                 "(DuckDuckGo may be rate-limiting this client); try again later or use another backend")
+                                 "(DuckDuckGo may be rate-limiting this client); "
+                                 "try again later or use another backend")
         return hits[:k]

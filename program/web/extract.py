@@ -16,7 +16,8 @@ from bs4 import BeautifulSoup, Tag
 
 DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed",
              "nav", "header", "footer", "aside", "form", "button", "input", "select", "textarea", "dialog", "menu")
-DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "dialog", "alertdialog", "menu", "menubar", "complementary"}
+DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "dialog", "alertdialog", "menu", "menubar",
+              "complementary"}
 # id/class words that mark boilerplate; matched as whole words of the attribute.
 BOILERPLATE = re.compile(
     r"(^|[\s_-])(cookies?|consent|gdpr|cmp|banner|navbar|nav|menu|breadcrumbs?|sidebar|footer|header|"
@@ -48,7 +49,8 @@ def _is_boilerplate(tag: Tag) -> bool:
     if (tag.get("role") or "").lower() in DROP_ROLES or tag.get("aria-hidden") == "true" or tag.has_attr("hidden"):
         return True
     marks = " ".join([tag.get("id") or "", " ".join(tag.get("class") or [])])
-    return bool(marks.strip()) and bool(BOILERPLATE.search(marks)) and tag.name not in ("html", "body", "main", "article")
+    return bool(marks.strip()) and bool(BOILERPLATE.search(marks)) and tag.name not in (
+        "html", "body", "main", "article")
 
 
 def _title(soup: BeautifulSoup) -> str:

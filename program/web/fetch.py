@@ -212,7 +212,8 @@ class PageFetcher:
                     raise FetchError(url, f"HTTP {response.status_code}")
                 content_type, charset = parse_content_type(response.headers.get("Content-Type", ""))
                 if content_type not in TEXT_TYPES:
-                    raise FetchError(url, f"unsupported content type {content_type} (only HTML and plain text are read)")
+                    raise FetchError(url, f"unsupported content type {content_type} "
+                                          "(only HTML and plain text are read)")
                 body, truncated = self._read(url, response)
             return self._page(url, current, hop, content_type, charset, body, truncated)
         raise FetchError(url, f"more than {config.max_redirects} redirects")

@@ -49,6 +49,7 @@ class SearxngBackend:
         results = data.get("results")
         if not isinstance(results, list):
             raise WebSearchError(self.name, "unexpected response: no results list (is this a SearXNG instance?)")
-        hits = [SearchHit(url=r["url"], title=plain_text(r.get("title") or ""), snippet=plain_text(r.get("content") or ""))
+        hits = [SearchHit(url=r["url"], title=plain_text(r.get("title") or ""),
+                          snippet=plain_text(r.get("content") or ""))
                 for r in results if isinstance(r, dict) and r.get("url")]
         return hits[:k]

@@ -36,5 +36,6 @@ class SerperBackend(KeyedBackend):
                             hint="check network access to google.serper.dev",
                             auth_hint="check SERPER_API_KEY (the key was refused)")
         organic = require_list(self.name, data, "organic")
-        return [SearchHit(url=r["link"], title=plain_text(r.get("title") or ""), snippet=plain_text(r.get("snippet") or ""))
+        return [SearchHit(url=r["link"], title=plain_text(r.get("title") or ""),
+                          snippet=plain_text(r.get("snippet") or ""))
                 for r in organic if isinstance(r, dict) and r.get("link")][:k]

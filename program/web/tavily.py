@@ -38,5 +38,6 @@ class TavilyBackend(KeyedBackend):
                             hint="check network access to api.tavily.com",
                             auth_hint="check TAVILY_API_KEY (the key was refused)")
         results = require_list(self.name, data, "results")
-        return [SearchHit(url=r["url"], title=plain_text(r.get("title") or ""), snippet=plain_text(r.get("content") or ""))
+        return [SearchHit(url=r["url"], title=plain_text(r.get("title") or ""),
+                          snippet=plain_text(r.get("content") or ""))
                 for r in results if isinstance(r, dict) and r.get("url")][:k]

@@ -23,13 +23,15 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True,
                               json_schema_extra={"examples": [{"question": "What is Herlyn Espinal's occupation?"}]})
 
-    question: str = Field(description=f"the question; not empty, at most {MAX_QUESTION_CHARS} characters once stripped, "
+    question: str = Field(description=f"the question; not empty, at most {MAX_QUESTION_CHARS} characters "
+                                      "once stripped, "
                                       "no control character but tab and line breaks",
                           max_length=4 * MAX_QUESTION_CHARS,
                           # documents validate_question's rules; validate_question enforces them
                           json_schema_extra={"pattern": QUESTION_PATTERN})
     k: int | None = Field(None, ge=1, le=MAX_K, description="passages retrieved and graded")
-    web: Literal[BACKEND_NAMES] | None = Field(None, description="web backend for the corrective path; 'none' for no web")
+    web: Literal[BACKEND_NAMES] | None = Field(None, description="web backend for the corrective path; "
+                                                             "'none' for no web")
     decide_retrieval: bool | None = Field(None, description="first ask whether the question needs sources at all")
     self_check: bool | None = Field(None, description="check every claim of the answer against its strips "
                                                       "(Self-RAG's IsSup); false answers as generated")
@@ -56,7 +58,8 @@ def for_server(k: int, web: str, decide_retrieval: bool) -> type[AskRequest]:
     decide = bool if decide_retrieval else Annotated[Literal[False], BeforeValidator(_a_boolean)]
     return create_model(
         "AskRequest", __base__=AskRequest, __doc__=AskRequest.__doc__,
-        k=(int | None, Field(None, ge=1, le=k, description=f"passages retrieved and graded; at most {k} (the server's)")),
+        k=(int | None, Field(None, ge=1, le=k,
+                             description=f"passages retrieved and graded; at most {k} (the server's)")),
         web=(Literal[webs] | None, Field(None, description="'none' for no web; else the server's own backend only")),
         decide_retrieval=(decide | None, Field(None, description="first ask whether the question needs sources at "
                                                                  "all; true only on a server started with it")))

@@ -30,7 +30,8 @@ def _compiled_info(args) -> dict | None:
     if not has_compiled(folder):
         return None
     manifest = read_manifest(folder) or {}
-    return {"name": Path(folder).resolve().name, **{k: manifest.get(k) for k in ("lm", "date", "dspy_version", "dev_score")}}
+    return {"name": Path(folder).resolve().name,
+            **{k: manifest.get(k) for k in ("lm", "date", "dspy_version", "dev_score")}}
 
 
 def _kb_name(location: str | None) -> str:
@@ -47,7 +48,8 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
-        raise SetupError(f"--host {host}: not an address of this machine: {getattr(exc, 'strerror', None) or exc}") from None
+        raise SetupError(f"--host {host}: not an address of this machine: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -82,7 +84,8 @@ def serve(args) -> int:
         runner, info = _load(args, config)
         app = create_app(runner, info, read_timeout=args.read_timeout)
         _log_to_stderr()
-        print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr, flush=True)
+        print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr,
+              flush=True)
         uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)).run(sockets=[sock])
     finally:
         sock.close()

@@ -2,7 +2,8 @@
 
 ``.docx`` goes through mammoth to HTML, then ``formats.html`` (headings stay headings, tables
 Markdown tables): markitdown's own Word path pre-processes the file and refused the OWASP Top 10
-2017 release that mammoth reads. markitdown reads ``.pptx`` through python-pptx (a ``<!-- Slide number: N -->`` line and the slide's title as a
+2017 release that mammoth reads. markitdown reads ``.pptx`` through python-pptx (a ``<!-- Slide number: N -->``
+line and the slide's title as a
 heading per slide, its tables and notes), ``.xlsx`` through pandas and openpyxl (a ``## sheet``
 heading and a Markdown table per sheet) and ``.csv`` as one Markdown table. Images and their
 alt text are left out: only text is indexed.

@@ -42,7 +42,8 @@ from program.retrieval.postgres import postings, schema
 PER_TERM = 200  # postings read per query term, best impact first
 
 _FUSED = """WITH stats AS (
-    SELECT (manifest->'lexical'->>'chunks')::float8 AS n, (manifest->'lexical'->>'avgdl')::float8 AS avgdl FROM {meta} WHERE id = 1),
+    SELECT (manifest->'lexical'->>'chunks')::float8 AS n, (manifest->'lexical'->>'avgdl')::float8 AS avgdl
+    FROM {meta} WHERE id = 1),
 dense AS (
     SELECT source_file, chunk_id, row_number() OVER (ORDER BY d, chunk_id) AS r FROM (
         SELECT source_file, chunk_id, embedding <=> %(vector)s AS d FROM {t} WHERE true {filters}
@@ -73,7 +74,8 @@ read AS (
         WHERE t.df > %(per_term)s),
 lexical AS (
     SELECT source_file, chunk_id, row_number() OVER (ORDER BY s DESC, chunk_id) AS r FROM (
-        SELECT r.source_file, r.chunk_id, sum(r.idf * r.tf / (r.tf + %(k1)s * (1 - %(b)s + %(b)s * r.dl / s.avgdl)))::float4 AS s
+        SELECT r.source_file, r.chunk_id,
+            sum(r.idf * r.tf / (r.tf + %(k1)s * (1 - %(b)s + %(b)s * r.dl / s.avgdl)))::float4 AS s
         FROM read r CROSS JOIN stats s
         GROUP BY r.source_file, r.chunk_id ORDER BY s DESC, r.chunk_id LIMIT %(lexical_depth)s) x),
 fused AS (

@@ -46,7 +46,8 @@ def names(table: str) -> dict[str, sql.Identifier]:
     """Identifiers of the postings and lexicon tables and the postings' indexes."""
     return {"postings": sql.Identifier(table + "_postings"), "lexicon": sql.Identifier(table + "_lexicon"),
             "impact": sql.Identifier(table + "_postings_by_impact"),
-            "impact_before": sql.Identifier(table + "_postings_impact"), "by_chunk": sql.Identifier(table + "_postings_chunk")}
+            "impact_before": sql.Identifier(table + "_postings_impact"),
+            "by_chunk": sql.Identifier(table + "_postings_chunk")}
 
 
 def is_current(conn, table: str) -> bool:
@@ -67,7 +68,8 @@ def ensure(conn, table: str) -> int:
         PRIMARY KEY (lexeme, source_file, chunk_id) INCLUDE (tf, dl),
         FOREIGN KEY (source_file, chunk_id) REFERENCES {t} (source_file, chunk_id) ON DELETE CASCADE)""")
                  .format(p=n["postings"], t=t))
-    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (lexeme, impact DESC) INCLUDE (source_file, chunk_id, tf, dl)")
+    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (lexeme, impact DESC) "
+                         "INCLUDE (source_file, chunk_id, tf, dl)")
                  .format(i=n["impact"], p=n["postings"]))
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {i}").format(i=n["impact_before"]))  # the covering one replaces it
     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {p} (source_file, chunk_id)").format(

@@ -5,7 +5,8 @@ For a knowledge base whose URL says ``table=T``:
 * ``T``: the live chunks, what search reads. One row per chunk: ``source_file`` (the corpus
   file, relative to the indexed folder, as in the manifest's ``files``), ``position`` (order
   within the file), the :class:`~program.retrieval.chunking.Chunk` fields (``page`` 0 for a
-  document without pages) and ``embedding vector(d)``. An HNSW index over ``embedding`` with ``vector_cosine_ops`` (``m``,
+  document without pages) and ``embedding vector(d)``. An HNSW index over ``embedding`` with
+  ``vector_cosine_ops`` (``m``,
   ``ef_construction`` as recorded in the manifest) answers ``ORDER BY embedding <=> q``;
   b-tree indexes on ``source_file`` and ``doc_id`` serve the metadata filters.
 * ``T_staging``: chunks embedded by an index run but not yet published (same columns plus
@@ -57,7 +58,8 @@ def create(conn, table: str, dimensions: int, hnsw: dict, meta: dict) -> None:
     conn.execute(sql.SQL("""CREATE TABLE IF NOT EXISTS {t} (file_sha256 text NOT NULL, chunking text NOT NULL,
         {cols}, PRIMARY KEY (source_file, file_sha256, chunking, chunk_id))""").format(t=n["staging"], cols=columns))
     conn.execute(sql.SQL("""CREATE TABLE IF NOT EXISTS {t} (source_file text PRIMARY KEY, sha256 text NOT NULL,
-        chunking text NOT NULL, documents int NOT NULL, chunks int NOT NULL, indexed_at timestamptz NOT NULL)""").format(
+        chunking text NOT NULL, documents int NOT NULL, chunks int NOT NULL, indexed_at timestamptz NOT NULL)""")
+                 .format(
         t=n["files"]))
     conn.execute(sql.SQL("""CREATE TABLE IF NOT EXISTS {t} (position int PRIMARY KEY, term text NOT NULL,
         kind text NOT NULL, embedding vector({d}) NOT NULL)""").format(t=n["terms"], d=sql.Literal(int(dimensions))))

@@ -226,7 +226,8 @@ class PgVectorKnowledgeBase:
         def run(conn):
             # Planning the statement's eleven parts took 1.1 ms beside 4.6 ms running them at 100k
             # chunks: it is prepared once per connection and runs its generic plan.
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}; SET LOCAL plan_cache_mode = force_generic_plan").format(
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}; "
+                                 "SET LOCAL plan_cache_mode = force_generic_plan").format(
                 n=sql.Literal(min(1000, max(self.ef_search, params["dense_depth"])))))
             if filters:  # as in search_vector: the HNSW index would filter after its candidates
                 conn.execute("SET LOCAL enable_indexscan = off")
@@ -250,7 +251,8 @@ class PgVectorKnowledgeBase:
 
         def run(conn):
             # HNSW returns at most ef_search rows; pgvector caps the setting at 1000
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(n=sql.Literal(min(1000, max(self.ef_search, k)))))
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}").format(
+                n=sql.Literal(min(1000, max(self.ef_search, k)))))
             if where:  # the HNSW index filters after its ef_search candidates and would miss rows
                 conn.execute("SET LOCAL enable_indexscan = off")
             return conn.execute(query, [vector, *params, vector, k]).fetchall()
