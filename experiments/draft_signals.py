@@ -81,7 +81,7 @@ def collect(folder: Path, limit: int, samples: int, temperature: float, lm_signa
 
     from eval_sets.domains import DOMAINS
     from program.app import resources
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
 
     set_name = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["set"]
     df = pd.read_csv(folder / "results.csv", dtype=str, keep_default_na=False)
@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.draft_signals", description=__doc__.split("\n")[0])
     p.add_argument("folders", nargs="*", type=Path)
     p.add_argument("--limit", type=int, default=20, help="drafts per folder")
-    p.add_argument("--skip", type=int, default=0, help="rows of each folder to pass over first (a run's rows on top of --append)")
+    p.add_argument("--skip", type=int, default=0,
+                   help="rows of each folder to pass over first (a run's rows on top of --append)")
     p.add_argument("--append", action="store_true", help="add to the rows already in --out")
     p.add_argument("--samples", type=int, default=0, help="sampled answers per draft (agreement)")
     p.add_argument("--temperature", type=float, default=1.0)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from program.judges import JudgeChoice, load_judges
 from program.judges.judgments import SUPPORT
@@ -57,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     from program.judges.pairs import popqa_claims
 
     judges = load_judges(args.compiled)
-    judges.embedder = resources.embedder()
+    judges = replace(judges, embedder=resources.embedder())
     figures = {"popqa dev claims, kept right": accuracy(judges, popqa_claims(load_questions(split="dev"),
                                                                               resources.knowledge_base()), True),
-               "help centre dev support rows, verdict right": accuracy(judges, adversarial.load_rows(SUPPORT.rows, "dev"), False)}
+               "help centre dev support rows, verdict right": accuracy(judges,
+                                                                       adversarial.load_rows(SUPPORT.rows, "dev"),
+                                                                       False)}
     print(json.dumps(figures, indent=2))
     return 0
 

@@ -77,7 +77,8 @@ SPECS = [
     # the judgments' own predictors: their rows, Signatures and paths are their records'
     PredictorSpec(PASSAGE.rows, PASSAGE.signature, PASSAGE.predictor, pm.grading_metric),
     PredictorSpec(STRIP.rows, STRIP.signature, STRIP.predictor, pm.strip_accuracy, extra_labeled=2),
-    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False, threshold=0.5),
+    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False,
+                  threshold=0.5),
     PredictorSpec(SUPPORT.rows, SUPPORT.signature, SUPPORT.predictor, pm.support_accuracy),
     # Rewards the model's own [n] markers (the citations issue): labeled demos cite (pm.cited_answer).
     PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric),
@@ -140,7 +141,8 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
     if kind != "strips":
         return sample_rows(adversarial.load_examples(kind, split), rows)
     return [
-        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"], context=" ".join(row["strips"]),
+        dspy.Example(question=row["question"], strip=strip, relevant=i in row["relevant"],
+                     context=" ".join(row["strips"]),
                      answer_span=label_span(strip, i in row["relevant"])).with_inputs("question", "strip")
         for row in sample_rows(adversarial.load_rows("strips", split), rows)
         for i, strip in enumerate(row["strips"], start=1)
@@ -160,7 +162,8 @@ def decision_rows(split: str, rows: int | None = None) -> list[dspy.Example]:
     need = [q for q in queries if q["needs_retrieval"]]
     n = len(chat) if split == "train" else (None if rows is None else max(0, rows - len(chat)))
     keep = {q["id"] for q in chat + sample_rows(need, n)}
-    return [dspy.Example(id=q["id"], question=q["question"], needs_retrieval=q["needs_retrieval"]).with_inputs("question")
+    return [dspy.Example(id=q["id"], question=q["question"],
+                         needs_retrieval=q["needs_retrieval"]).with_inputs("question")
             for q in queries if q["id"] in keep]
 
 
@@ -417,7 +420,8 @@ def _saved_compile(args, parser: argparse.ArgumentParser, program, lm) -> dict |
 
 
 def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics: dict) -> dict:
-    """Kind -> the LM's dev rows for the judge choice; compiled kinds' figures go to ``metrics``, demos to ``predictors``."""
+    """Kind -> the LM's dev rows for the judge choice; compiled kinds' figures go to ``metrics``, demos to
+    ``predictors``."""
     lm_rows = {}
     for spec in SPECS:
         if spec.kind not in only:
@@ -460,7 +464,8 @@ def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -
         return saved["thresholds"]  # neither the passage judge nor the LM grader changed
     if judges.choice(PASSAGE).use != "lm":
         return {k: judges.thresholds[k] for k in ("lower", "upper")} | {
-            "source": "trained passage judge", "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
+            "source": "trained passage judge",
+            "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
     return calibrate_thresholds(predictors[PASSAGE.predictor])
 
 
@@ -529,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     if trained:
         print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
         judges = build_judges(kb)
-    judges.embedder = judges.embedder or embedder()
+    judges = replace(judges, embedder=judges.embedder or embedder())
     predictors = dict(program.named_predictors())
     metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
     started = time.perf_counter()
@@ -538,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     judge_report = _judge_report(judges, lm_rows, predictors, kb, saved, only)
     print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
     for judgment, r in judge_report.items():
-        print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} | {r['chosen']} |")
+        print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} "
+              f"| {r['chosen']} |")
     thresholds = _thresholds(saved, only, judges, predictors)
     lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only,
                                               calibrate=args.calibrate_lm_scores)

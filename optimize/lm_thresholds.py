@@ -16,7 +16,7 @@ optimize.compile --calibrate-lm-scores`` runs it when the LM grades the help cen
 Not by default: with the embedded 1.5B model the probabilities rank the queries far better than
 the words (dev AUC .76 against .51) but gave the same dev action accuracy (61.0 %). The thresholds are
 saved in the manifest under ``lm_thresholds_by_corpus`` (``corpus_key`` -> thresholds) and
-``program.app.compiled.load_compiled`` applies them, with probability scores, to that knowledge base.
+``program.app.configuration.load_compiled`` applies them, with probability scores, to that knowledge base.
 """
 
 from __future__ import annotations
@@ -102,13 +102,15 @@ def calibrate_lm_thresholds(grader, knowledge_base, train: list[dict], dev: list
         chosen = calibrate_actions(train_scores, {q: expected[q] for q in train_scores})
         predicted = {q: action_of(s, chosen["lower"], chosen["upper"]) for q, s in dev_scores.items()}
         right = sum(predicted[q] == expected[q] for q in dev_scores)
-        return {**chosen, "dev_questions": len(dev_scores), "dev_action_accuracy": round(right / max(1, len(dev_scores)), 4),
+        return {**chosen, "dev_questions": len(dev_scores),
+                "dev_action_accuracy": round(right / max(1, len(dev_scores)), 4),
                 "dev_confusion": _confusion({q: expected[q] for q in dev_scores}, predicted),
                 "dev_auc": _separation(dev_scores, expected)}
 
     words = figures("words")
     fixed = {q: action_of(s["words"], LM_THRESHOLDS["lower"], LM_THRESHOLDS["upper"]) for q, s in dev_best.items()}
-    words["dev_action_accuracy_fixed_bands"] = round(sum(fixed[q] == expected[q] for q in fixed) / max(1, len(fixed)), 4)
+    words["dev_action_accuracy_fixed_bands"] = round(sum(fixed[q] == expected[q] for q in fixed)
+                                                     / max(1, len(fixed)), 4)
     return {**figures("probabilities"), "score": "token probabilities", "words": words}
 
 
@@ -151,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
               f"dev confusion {t['dev_confusion']}")
         w = t["words"]
         print(f"  the sampled words instead: dev action accuracy {w['dev_action_accuracy_fixed_bands']:.3f} at the "
-              f"fixed bands, {w['dev_action_accuracy']:.3f} calibrated ({w['lower']}/{w['upper']}), dev AUC {w['dev_auc']}")
+              f"fixed bands, {w['dev_action_accuracy']:.3f} calibrated ({w['lower']}/{w['upper']}), "
+              f"dev AUC {w['dev_auc']}")
     save_compiled(program, {**manifest, "lm_thresholds_by_corpus": by_corpus}, args.out)
     print(f"saved to {args.out}/manifest.json")
     return 0

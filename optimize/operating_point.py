@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     # lazy on purpose: dspy, the model and the index load only after the file and flags are checked
     import dspy
 
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
     from program.app.resources import knowledge_base
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import OperatingPoint, save_operating_point

@@ -55,16 +55,16 @@ def claim_checker(program, compiled_dir: str | Path | None):
     own = getattr(program, "checker", None)
     if own is not None:
         return own
-    checker = ClaimChecker()
     state_file = Path(compiled_dir) / "crag.json" if compiled_dir else None
-    if state_file is not None and state_file.exists():
-        state = json.loads(state_file.read_text(encoding="utf-8"))
-        for name, predictor in checker.named_predictors():
-            if f"checker.{name}" in state:
-                predictor.load_state(state[f"checker.{name}"])
-        from program.judges import load_judges
+    if state_file is None or not state_file.exists():
+        return ClaimChecker()
+    from program.judges import load_judges
 
-        checker.judges = load_judges(compiled_dir)  # the same support judge as self-crag's
+    checker = ClaimChecker(judges=load_judges(compiled_dir))  # the same support judge as self-crag's
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    for name, predictor in checker.named_predictors():
+        if f"checker.{name}" in state:
+            predictor.load_state(state[f"checker.{name}"])
     return checker
 
 
@@ -139,7 +139,8 @@ def _draft(row: dict, res) -> dict:
 
 
 def _citations(res, judges) -> dict:
-    """The answer's citations as JSON (``[[n, label, strip text], ...]``: ``Citation.label``) and ALCE's citation recall and
+    """The answer's citations as JSON (``[[n, label, strip text], ...]``: ``Citation.label``) and ALCE's citation
+    recall and
     precision (``program.stages.attribution.citation_quality``, by the support judge that cited);
     empty for the fallback, an abstention and closed-book answers (no sentences)."""
     sentences = list(getattr(res, "sentences", None) or [])

@@ -77,8 +77,7 @@ def measure(judges, split: str = "dev", out=None) -> dict:
     from program.app.refinement import MIN_RECALL, save_refinement
 
     kb = resources.knowledge_base()
-    judges.embedder = judges.embedder or resources.embedder()
-    judges.use_corpus(kb)
+    judges = judges.for_knowledge_base(kb, judges.embedder or resources.embedder())
     questions = load_questions(split=split)
     figures = reach(questions, kb, judges, judges.embedder)
     print(f"popqa {split}: an answering strip kept for {figures['kept']} of {figures['questions']} questions "

@@ -67,7 +67,7 @@ def recheck(set_name: str, df: pd.DataFrame) -> pd.DataFrame:
     its question (the knowledge base of ``set_name``, the compiled judges; no LM call)."""
     from eval_sets.domains import DOMAINS
     from program.app import resources
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
     from program.stages.draft import check_draft
 
     kb = resources.knowledge_base(DOMAINS[set_name].kb_dir if set_name in DOMAINS else None)
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_markdown(index=False) if _has_tabulate() else table.to_string())
     model = fit(rows)
     accept = operating_point(model, rows, args.decline)
-    print(f"\nweights {model.weights}, bias {model.bias}; accept {accept} (declines {args.decline:.0%} of right drafts)")
+    print(f"\nweights {model.weights}, bias {model.bias}; accept {accept} "
+          f"(declines {args.decline:.0%} of right drafts)")
     data = {"model": model.to_dict(), "accept": accept, "decline": args.decline, "rows": len(rows),
             "transfer": table.to_dict(orient="records")}
     args.out.mkdir(parents=True, exist_ok=True)

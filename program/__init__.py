@@ -14,9 +14,10 @@ from program.types import FALLBACK_ANSWER, Action, CRAGResult
 
 
 def load_compiled(*args, **kwargs):
-    """Build the CRAG program with its compiled prompts and thresholds (see ``program.app.compiled.load_compiled``)."""
+    """Build the CRAG program with its compiled prompts and thresholds, resolved once for its
+    knowledge base (see ``program.app.configuration.load_compiled``)."""
     # lazy on purpose: `import program` stays light (no dspy, torch or model)
-    from program.app.compiled import load_compiled as _load
+    from program.app.configuration import load_compiled as _load
 
     return _load(*args, **kwargs)
 

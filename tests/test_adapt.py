@@ -103,7 +103,7 @@ def test_a_failed_write_keeps_the_previous_adaptation(kbs, compiled, other_sourc
 
 def test_load_compiled_picks_the_adapted_judges_for_their_knowledge_base_only(kbs, compiled, other_source,
                                                                               embedder, fake_lm):
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
 
     _adapt(kbs[0], compiled, other_source, embedder)
     own = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder)
@@ -162,7 +162,7 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, m
     from types import SimpleNamespace
 
     from program.app.cli import main
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
     from signatures import WriteQuestion
     from tests.test_transfer import _first_sentence
 
@@ -185,14 +185,14 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, m
     assert demo["answer"] in " ".join(demo["context"]) and demo["context"][0].startswith("[1] ")
     # the handbook holds neither compiled demo (PopQA's, the help centre's): the reader reads its own only
     reader = load_compiled(compiled, knowledge_base=kbs[0], web="none").generator.generate
-    assert [d.question for d in reader.demos] == [demo["question"]]
+    assert [d["question"] for d in reader.demos] == [demo["question"]]  # as DSPy loads any saved demo: a dict
 
 
 def test_ask_says_who_judged(kbs, compiled, other_source, embedder, fake_lm, capsys, monkeypatch):
     from program.app.cli import judges_line
 
     _adapt(kbs[0], compiled, other_source, embedder)
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
 
     report = load_compiled(compiled, knowledge_base=kbs[0], web="none", embedder=embedder).judges_report()
     assert judges_line(report) == ("judges: passage trained, strip trained, support trained, usefulness trained; "

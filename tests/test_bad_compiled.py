@@ -10,7 +10,9 @@ import warnings
 
 import pytest
 
-from program.app.compiled import CompiledError, load_compiled, save_compiled
+from program.app.compiled import CompiledError, save_compiled
+
+from program.app.configuration import load_compiled
 from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
@@ -63,7 +65,8 @@ def thresholds_crossed(f):
 
 
 def lm_thresholds_crossed(f):
-    _edit_json(f / "manifest.json", lambda m: m.update(lm_thresholds_by_corpus={"c0ffee": {"lower": 0.8, "upper": 0.7}}))
+    _edit_json(f / "manifest.json",
+               lambda m: m.update(lm_thresholds_by_corpus={"c0ffee": {"lower": 0.8, "upper": 0.7}}))
 
 
 def lm_threshold_missing(f):
@@ -94,7 +97,8 @@ def corrupt_confidence(f):
 
 
 def accept_out_of_range(f):
-    (f / "confidence.json").write_text(json.dumps({"model": {"weights": {"support": 1.0}, "bias": -1.0}, "accept": 1.5}))
+    (f / "confidence.json").write_text(json.dumps({"model": {"weights": {"support": 1.0}, "bias": -1.0},
+                                                   "accept": 1.5}))
 
 
 def confidence_weight_not_a_number(f):
@@ -108,15 +112,20 @@ def corrupt_refinement(f):
 
 REFUSED = {
     "corrupt state JSON": (corrupt_state, r"{f}/crag\.json is not valid JSON: Expecting value at line 1 column 32"),
-    "corrupt manifest JSON": (corrupt_manifest, r"{f}/manifest\.json is not valid JSON: Expecting value at line 1 column 30"),
+    "corrupt manifest JSON": (corrupt_manifest, r"{f}/manifest\.json is not valid JSON: Expecting value at line 1 "
+                                                r"column 30"),
     "state not an object": (state_not_an_object, r"{f}/crag\.json must hold a JSON object, not list"),
     "manifest not an object": (manifest_not_an_object, r"{f}/manifest\.json must hold a JSON object, not str"),
-    "threshold out of range": (threshold_out_of_range, r"{f}/manifest\.json: thresholds\.upper must be a number in \[0, 1\], got 1\.7"),
-    "threshold not a number": (threshold_not_a_number, r"{f}/manifest\.json: thresholds\.lower must be a number in \[0, 1\], got 'low'"),
-    "thresholds crossed": (thresholds_crossed, r"{f}/manifest\.json: thresholds\.lower 0\.9 is above thresholds\.upper 0\.3"),
+    "threshold out of range": (threshold_out_of_range, r"{f}/manifest\.json: thresholds\.upper must be "
+                                                       r"a number in \[0, 1\], got 1\.7"),
+    "threshold not a number": (threshold_not_a_number, r"{f}/manifest\.json: thresholds\.lower must be "
+                                                       r"a number in \[0, 1\], got 'low'"),
+    "thresholds crossed": (thresholds_crossed, r"{f}/manifest\.json: thresholds\.lower 0\.9 "
+                                               r"is above thresholds\.upper 0\.3"),
     "LM thresholds crossed": (lm_thresholds_crossed, r"{f}/manifest\.json: lm_thresholds_by_corpus\.c0ffee\.lower 0\.8 "
                                                      r"is above lm_thresholds_by_corpus\.c0ffee\.upper 0\.7"),
-    "LM threshold missing": (lm_threshold_missing, r"{f}/manifest\.json: lm_thresholds_by_corpus\.c0ffee\.upper must be "
+    "LM threshold missing": (lm_threshold_missing, r"{f}/manifest\.json: lm_thresholds_by_corpus\.c0ffee\.upper "
+                                                   r"must be "
                                                    r"a number in \[0, 1\], got None"),
     "manifest of another state": (manifest_of_another_state,
                                   r"{f}/crag\.json does not match {f}/manifest\.json \(sha256 [0-9a-f]{{12}}, "
@@ -126,9 +135,11 @@ REFUSED = {
     "predictor state not an object": (predictor_state_not_an_object,
                                       r"{f}/crag\.json: the state of evaluator\.grade is not a predictor's state"),
     "corrupt judges.json": (corrupt_judges, r".*{f}/judges\.json.*"),
-    "corrupt confidence.json": (corrupt_confidence, r"{f}/confidence\.json is not valid JSON: Expecting value at line 1 "
+    "corrupt confidence.json": (corrupt_confidence, r"{f}/confidence\.json is not valid JSON: Expecting value "
+                                                    r"at line 1 "
                                                     r"column 23"),
-    "accept out of range": (accept_out_of_range, r"{f}/confidence\.json: 'accept' must be a number in \[0, 1\], got 1\.5"),
+    "accept out of range": (accept_out_of_range, r"{f}/confidence\.json: 'accept' must be "
+                                                 r"a number in \[0, 1\], got 1\.5"),
     "corrupt refinement.json": (corrupt_refinement, r"{f}/refinement\.json is not valid JSON: Expecting property name "
                                                     r"enclosed in double quotes at line 1 column 16"),
     "confidence weight not a number": (confidence_weight_not_a_number,
@@ -169,7 +180,8 @@ def test_ask_refuses_a_broken_compiled_folder_with_exit_2(name, tmp_path, capsys
 def test_a_missing_folder_is_refused_before_anything_loads(tmp_path, capsys, monkeypatch):
     from program.app.cli import main
 
-    monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: pytest.fail("no knowledge base should be loaded"))
+    monkeypatch.setattr("program.app.resources.knowledge_base",
+                        lambda *a: pytest.fail("no knowledge base should be loaded"))
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", str(tmp_path / "gone")]) == 2
     assert capsys.readouterr().err == f"error: --compiled {tmp_path / 'gone'}: no compiled program there\n"
     with pytest.raises(FileNotFoundError, match="python -m optimize.compile"):
@@ -207,7 +219,8 @@ def test_a_save_killed_between_its_two_renames_is_completed_by_the_next_load(tmp
     (folder / "manifest.json").write_text(old_manifest)
     loaded = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
     assert (loaded.settings.lower, loaded.settings.upper) == (0.1, 0.7) and len(loaded.generator.generate.demos) == 1
-    assert not (folder / "manifest.json.new").exists() and json.loads((folder / "manifest.json").read_text())["lm"] == "second"
+    assert not (folder / "manifest.json.new").exists() and json.loads(
+        (folder / "manifest.json").read_text())["lm"] == "second"
 
 
 def test_the_cli_prints_warnings_as_one_line(tmp_path, capsys, monkeypatch):
@@ -220,7 +233,8 @@ def test_the_cli_prints_warnings_as_one_line(tmp_path, capsys, monkeypatch):
     from tests.conftest import default_rules
     from tests.fake_lm import FakeLM
 
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: __import__("dspy").configure(lm=FakeLM(default_rules())) or FakeLM(default_rules()))
+    monkeypatch.setattr("program.lm.configure.configure_lm",
+                        lambda *a: __import__("dspy").configure(lm=FakeLM(default_rules())) or FakeLM(default_rules()))
     def show(message, category, filename, lineno, file=None, line=None):  # Python's default, unlike pytest's
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optimize import compile as compile_mod
-from program.app.compiled import load_compiled
+from program.app.configuration import load_compiled
 from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance
 from tests.conftest import ListKnowledgeBase
 from tests.fake_lm import FakeLM, parse_list
@@ -136,7 +136,8 @@ def test_new_test_rows_do_not_outdate_a_compile_but_new_train_rows_do(tmp_path):
 def test_label_span_writes_a_strip_label_as_the_signatures_output():
     from program.stages.refine import score_span
 
-    strip = "Michael Hutchings (born 1949) is a professional chef who is best known as the chef/owner of Michael's Waterside."
+    strip = ("Michael Hutchings (born 1949) is a professional chef who is best known "
+             "as the chef/owner of Michael's Waterside.")
     span = compile_mod.label_span(strip, True)
     assert span == "Michael Hutchings (born 1949) is a professional chef who is best known"
     assert score_span(span, strip) == 1.0
@@ -150,7 +151,8 @@ def test_strip_examples_are_one_per_strip_with_their_label():
     examples = compile_mod.labeled_examples("strips", "dev")
     assert len(examples) == sum(len(r["strips"]) for r in rows)
     first = rows[0]
-    assert [e.relevant for e in examples[: len(first["strips"])]] == [i in first["relevant"] for i in range(1, len(first["strips"]) + 1)]
+    assert [e.relevant for e in examples[: len(first["strips"])]] == [i in first["relevant"]
+                                                                      for i in range(1, len(first["strips"]) + 1)]
     assert all((e.answer_span == "NONE") != e.relevant for e in examples)
     # the light budget's sample counts strip rows, not strips
     assert len({e.question for e in compile_mod.labeled_examples("strips", "dev", 5)}) <= 5
@@ -198,7 +200,8 @@ def test_a_compile_measured_on_other_dev_rows_is_not_comparable(tmp_path, fake_c
     for figures in saved["metrics_dev"].values():
         figures.update(before=1.0, after=1.0)
     path.write_text(json.dumps(saved))
-    ok, why = compile_mod.may_overwrite(saved | {"metrics_dev": {k: m | {"dev": 99} for k, m in saved["metrics_dev"].items()}},
+    ok, why = compile_mod.may_overwrite(saved | {"metrics_dev": {k: m | {"dev": 99}
+                                                                 for k, m in saved["metrics_dev"].items()}},
                                         tmp_path, force=False)
     assert ok and why == "the saved compile was measured on other dev rows"
 
@@ -227,7 +230,8 @@ def test_decider_figures_are_balanced_accuracy_and_needless_skips():
                        "right_skips": 1, "needs_retrieval": 4, "chit_chat": 2}
     # a decider that never skips is as accurate here, and its balanced accuracy says it skips nothing
     never = [(e, NS(needs_retrieval=True), decision_accuracy(e, NS(needs_retrieval=True))) for e in examples]
-    assert dev_figures("deciding", never)["primary"] == 0.6667 and dev_figures("deciding", never)["balanced_accuracy"] == 0.5
+    assert dev_figures("deciding", never)["primary"] == 0.6667 and dev_figures(
+        "deciding", never)["balanced_accuracy"] == 0.5
     assert decision_accuracy(NS(needs_retrieval=True), NS(needs_retrieval="unparsed")) == 1.0
 
 

@@ -1,4 +1,5 @@
-"""Saving and loading the compiled program: prompts, demos, thresholds and the confidence model survive the round trip."""
+"""Saving and loading the compiled program: prompts, demos, thresholds and the
+confidence model survive the round trip."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 import dspy
 import pytest
 
-from program.app.compiled import has_compiled, load_compiled, read_manifest, save_compiled
+from program.app.compiled import has_compiled, read_manifest, save_compiled
+
+from program.app.configuration import load_compiled
 from program.guards.caps import QuestionCaps
 from program.judges import save_judges
 from program.stages.crag import CRAG
@@ -113,7 +116,8 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     kb = ListKnowledgeBase([FOUNDING])
     kb.manifest = {"files": {"acme.md": "c0ffee"}}
     plain = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
-    assert (plain.confidence.weights, plain.confidence.bias, plain.settings.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
+    assert (plain.confidence.weights, plain.confidence.bias,
+            plain.settings.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
 
     model = {"weights": {"question_coverage": 10.0}, "bias": -9.0, "source": "test rows"}
     (tmp_path / "confidence.json").write_text(json.dumps({"model": model, "accept": 0.3}))

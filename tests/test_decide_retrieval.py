@@ -88,7 +88,8 @@ def test_crag_mode_skips_too(fake_lm):
 
 
 def test_a_compiled_program_without_the_decider_loads_with_it(tmp_path, fake_lm):
-    from program.app.compiled import load_compiled, save_compiled
+    from program.app.compiled import save_compiled
+    from program.app.configuration import load_compiled
 
     program = CRAG(knowledge_base=None)
     program.generator.generate.signature = program.generator.generate.signature.with_instructions("Compiled.")

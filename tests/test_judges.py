@@ -154,17 +154,20 @@ def test_a_claim_naming_the_asked_entity_in_full_is_supported_by_its_surname(fak
     question = "In what city was William Perry Hay born?"
     claim = "William Perry Hay was born in Eureka, Illinois."
     assert without_asked_entity(claim, question) == "was born in Eureka, Illinois."
-    claims = ClaimChecker()(question=question, answer=claim, strips=[Strip("d#0", 0, "Hay was born in Eureka, Illinois, in 1872.")])
+    claims = ClaimChecker()(question=question, answer=claim,
+                            strips=[Strip("d#0", 0, "Hay was born in Eureka, Illinois, in 1872.")])
     assert claims[0].support == "fully" and fake_lm.calls["CheckClaimSupport"] == 0
     assert without_asked_entity("Jane Roe.", "Who is Jane Roe?") == "Jane Roe."  # nothing left to check alone
 
 
 def test_stale_page_is_set_aside_when_a_current_one_is_usable():
-    old = Passage("api-keys-v1-deprecated.md#0", "Deprecated: v1 keys start with pk_.", title="API keys v1 (deprecated)")
+    old = Passage("api-keys-v1-deprecated.md#0", "Deprecated: v1 keys start with pk_.",
+                  title="API keys v1 (deprecated)")
     new = Passage("api-keys-v2.md#0", "Keys start with plk_.", title="API keys")
     forum = Passage("seller-community-tips.md#0", "Community tips: keys start with key_.")
     assert [source_status(p) for p in (old, new, forum)] == ["stale", "current", "community"]
-    grades = [ChunkGrade(old.id, 0.9, "relevant"), ChunkGrade(new.id, 0.5, "partial"), ChunkGrade(forum.id, 0.7, "relevant")]
+    grades = [ChunkGrade(old.id, 0.9, "relevant"), ChunkGrade(new.id, 0.5, "partial"),
+              ChunkGrade(forum.id, 0.7, "relevant")]
     set_aside_stale([old, new, forum], grades, lower=0.2)
     assert [g.reason for g in grades] == ["stale", "partial", "contradicts-other-source"]
     assert grades[0].explanation.startswith("set aside: says it is outdated; api-keys-v2.md#0 is current")
@@ -213,12 +216,11 @@ def test_a_knowledge_base_gets_the_choice_measured_on_its_own_rows():
     from program.judges.store import corpus_key
 
     judges.choices_by_corpus = {corpus_key(popqa): {"strip": JudgeChoice("trained")}}
-    judges.use_corpus(popqa)
-    assert judges.choice("strip").use == "trained"
-    judges.use_corpus(other)
-    assert judges.choice("strip").use == "lm"
-    judges.use_corpus(object())  # no manifest: the overall choice
-    assert judges.choice("strip").use == "lm" and judges.corpus == ""
+    assert judges.for_knowledge_base(popqa).choice("strip").use == "trained"
+    assert judges.for_knowledge_base(other).choice("strip").use == "lm"
+    anonymous = judges.for_knowledge_base(object())  # no manifest: the overall choice
+    assert anonymous.choice("strip").use == "lm" and anonymous.corpus == ""
+    assert judges.corpus == "" and anonymous.judges is judges.judges  # the set itself is left as it was
     again = JudgeSet.from_dict(json.loads(json.dumps(judges.to_dict())))
     assert again.choices_by_corpus == judges.choices_by_corpus
 
@@ -241,7 +243,7 @@ def test_evaluator_thresholds_follow_the_passage_scorer_in_use():
     judges = toy_judges()
     judges.thresholds_by_corpus = {corpus_key(KB()): {"lower": 0.1, "upper": 0.3}}
     manifest = {"thresholds": {"lower": 0.05, "upper": 0.55, "source": "trained passage judge"}}
-    judges.use_corpus(KB())
+    judges = judges.for_knowledge_base(KB())
     trained = {"lower": 0.1, "upper": 0.3, "scorer": "trained passage judge"}
     assert evaluator_thresholds(manifest, judges, KB()) == trained  # its own calibration
     judges.choices_by_corpus = {corpus_key(KB()): {"passage": JudgeChoice("lm")}}
@@ -261,7 +263,8 @@ def test_a_web_page_is_judged_with_its_title():
     assert judged_text(page) == "Acme Rockets. It was founded by Jane Roe in 1999."
     # a knowledge-base chunk is read as the training passages were; a title already leading is not repeated
     assert judged_text(Passage(id="kb#0", text=page.text, source="kb", title="Acme Rockets")) == page.text
-    assert judged_text(Passage(id="w", text="Acme Rockets is a firm.", source="web", title="Acme Rockets")) == "Acme Rockets is a firm."
+    assert judged_text(Passage(id="w", text="Acme Rockets is a firm.", source="web",
+                               title="Acme Rockets")) == "Acme Rockets is a firm."
 
 
 def test_a_web_sentence_without_the_subjects_name_scores_on_its_pages_title():
@@ -355,7 +358,7 @@ def test_the_lm_usefulness_verdict_is_not_read_against_the_evaluators_probabilit
     result = program(question=Q)
     assert result.usefulness == {"maybe": 0.5, "False": 0.0, "True": 1.0}[verdict]
     assert (fake_lm.calls["GenerateStrictAnswer"] == 1) is retried
-    assert any(f"(threshold 0.5)" in s.notes for s in result.trace.steps if s.step == "usefulness")
+    assert any("(threshold 0.5)" in s.notes for s in result.trace.steps if s.step == "usefulness")
 
 
 def test_the_judges_embed_each_text_once_while_it_is_cached():

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from program.app.compiled import load_compiled, save_compiled
+from program.app.compiled import save_compiled
+
+from program.app.configuration import load_compiled
 from program.retrieval import KnowledgeBase
 from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
@@ -118,7 +120,8 @@ def test_index_write_killed_at_random_points_never_leaves_a_broken_index(tmp_pat
     KnowledgeBase.build(write_corpus(tmp_path / "docs-a", 1, seed=3), a, embedder)
     KnowledgeBase.build(write_corpus(tmp_path / "docs-b", 2, seed=4), b, embedder)
     versions = {json.loads((d / "manifest.json").read_text())["created"] + str(n): n
-                for n, d in ((KnowledgeBase.load(a).manifest["chunk_count"], a), (KnowledgeBase.load(b).manifest["chunk_count"], b))}
+                for n, d in ((KnowledgeBase.load(a).manifest["chunk_count"], a),
+                             (KnowledgeBase.load(b).manifest["chunk_count"], b))}
     writer = ("import itertools, sys\n"
               "from program.retrieval.index import KnowledgeBase, _write_atomic\n"
               "a, b = KnowledgeBase.load(sys.argv[1]), KnowledgeBase.load(sys.argv[2])\n"
@@ -167,7 +170,8 @@ def small_disk(tmp_path):
     """A 1 MB tmpfs (root only): ``(mount point, fill(free_bytes))``."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
     if done.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
 
@@ -188,7 +192,8 @@ def test_index_on_a_full_disk_fails_in_one_line_and_keeps_the_previous_index(sma
     before = (out / "manifest.json").read_bytes()
     write_corpus(docs, 3, seed=6)
     fill(16 * 1024)
-    run = subprocess.run([sys.executable, "-m", "program", "index", str(docs), "--out", str(out), "--no-adapt"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "program", "index", str(docs), "--out", str(out), "--no-adapt"],
+                         cwd=ROOT,
                          env=program_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and run.stdout == "", run.stderr
     assert run.stderr == (f"error: cannot write the index into {out}: No space left on device; "

@@ -8,7 +8,7 @@ import dspy
 import pytest
 
 from program.judges.reader_demo import (MAX_DEMO_WORDS, held_by, load_reader_demo, reader_demo, save_reader_demo,
-                                        use_reader_demo)
+                                        with_reader_demo)
 from program.types import Passage
 
 TEXT = ("Employees accrue vacation every pay period. Full-time staff earn 15 days a year. "
@@ -40,7 +40,8 @@ def test_the_demo_is_the_answering_strip_and_its_neighbours_numbered():
     demo = reader_demo(KB(), [row("Unused days carry over up to 40 hours.", kept=False),
                               row("Unused days carry over up to 40 hours.")])
     assert demo == {"question": "How many vacation hours carry over?",
-                    "context": ["[1] Full-time staff earn 15 days a year.", "[2] Unused days carry over up to 40 hours.",
+                    "context": ["[1] Full-time staff earn 15 days a year.",
+                                "[2] Unused days carry over up to 40 hours.",
                                 "[3] Requests go to your manager in the HR portal."],
                     "answer": "Unused days carry over up to 40 hours.", "chunk_id": "leave.md#0"}
 
@@ -58,16 +59,21 @@ def test_no_demo_from_unkept_rows_unknown_chunks_or_strips_not_in_the_chunk():
 
 def test_the_own_demo_replaces_the_compiled_demos_the_knowledge_base_does_not_hold():
     kb = KB()
-    held = dspy.Example(question="How many days do full-time staff earn?", context=["[1] ..."],
-                        answer="Full-time staff earn 15 days a year.")
-    foreign = dspy.Example(question="How long do I have to respond to a dispute?", context=["[1] ..."],
-                           answer="You have 7 calendar days from the day the dispute is opened to submit evidence.")
+    held = {"augmented": True, "question": "How many days do full-time staff earn?", "context": ["[1] ..."],
+            "answer": "Full-time staff earn 15 days a year."}
+    foreign = {"augmented": True, "question": "How long do I have to respond to a dispute?", "context": ["[1] ..."],
+               "answer": "You have 7 calendar days from the day the dispute is opened to submit evidence."}
     assert held_by(kb, held) and not held_by(kb, foreign)
-    reader = dspy.Predict("question, context -> answer")
-    reader.demos = [held, foreign]
+    state = {"generator.generate": {"demos": [held, foreign], "signature": {}}, "checker.extract": {"demos": []}}
     own = reader_demo(kb, [row("Unused days carry over up to 40 hours.")])
-    use_reader_demo(reader, kb, own)
-    assert [d.answer for d in reader.demos] == [held.answer, "Unused days carry over up to 40 hours."]
+    mixed = with_reader_demo(state, kb, own)
+    assert [d["answer"] for d in mixed["generator.generate"]["demos"]] == [held["answer"], own["answer"]]
+    assert mixed["checker.extract"] == {"demos": []} and mixed["generator.generate"]["signature"] == {}
+    assert [d["answer"] for d in state["generator.generate"]["demos"]] == [held["answer"], foreign["answer"]]
+    # the program built from that state reads them, dicts as DSPy loads every saved demo
+    reader = dspy.Predict("question, context -> answer")
+    reader.load_state(reader.dump_state() | {"demos": mixed["generator.generate"]["demos"]})
+    assert [d["answer"] for d in reader.demos] == [held["answer"], own["answer"]]
 
 
 def test_a_saved_demo_loads_and_a_broken_one_is_named(tmp_path):

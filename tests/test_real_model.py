@@ -48,11 +48,12 @@ def test_real_model_answers_popqa_questions(program):
 
 def test_real_model_with_the_compiled_judges(program):
     """The committed compile (prompts, trained judges, PopQA thresholds) on the real 0.5B model."""
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
 
     crag, lm = program
     compiled = load_compiled(knowledge_base=crag.knowledge_base, web="snapshot", embedder=crag.refiner.embedder)
-    assert (compiled.settings.lower, compiled.settings.upper) == (0.05, 0.55)  # calibrated on PopQA train for this knowledge base
+    # calibrated on PopQA train for this knowledge base
+    assert (compiled.settings.lower, compiled.settings.upper) == (0.05, 0.55)
     question = next(q for q in load_questions(split=None) if q["id"] == "popqa-0001")
     with dspy.context(lm=lm):
         result = compiled(question=question["question"])

@@ -16,7 +16,8 @@ import pytest
 
 from eval_sets.domains import DOMAINS, domain
 from program.app import resources
-from program.app.compiled import evaluator_thresholds, load_compiled, read_manifest
+from program.app.compiled import evaluator_thresholds, read_manifest
+from program.app.configuration import load_compiled
 from program.judges import load_judges
 from program.judges.judgments import PASSAGE
 from program.judges.store import corpus_key
@@ -48,14 +49,13 @@ def test_every_knowledge_base_the_compile_names_gets_its_trained_judges_threshol
     manifest, judges = read_manifest(COMPILED), load_judges(COMPILED)
     named = named_in_compiled()
     assert len(named) == 2  # PopQA's and the help centre's
-    for key, kb in named.items():
-        judges.use_corpus(kb)
+    for kb in named.values():
         expected = judges.thresholds_for(kb)
-        used = evaluator_thresholds(manifest, judges, kb)
+        used = evaluator_thresholds(manifest, judges.for_knowledge_base(kb), kb)
         assert (used["lower"], used["upper"], used["scorer"]) == (expected["lower"], expected["upper"],
                                                                   "trained passage judge"), kb.source
     help_centre = Named(domain("adversarial").kb_dir)
-    judges.use_corpus(help_centre)
+    judges = judges.for_knowledge_base(help_centre)
     assert judges.choice(PASSAGE).use == "lm"  # the compile preferred the LM there, which CRAG never asks
     assert {k: v for k, v in evaluator_thresholds(manifest, judges, help_centre).items() if k != "scorer"} == \
            {"lower": 0.1, "upper": 0.1}

@@ -1,4 +1,5 @@
-"""Command line: ``python -m program ask "question"``, ``python -m program serve`` and ``python -m program index PATH``."""
+"""Command line: ``python -m program ask "question"``, ``python -m program serve`` and
+``python -m program index PATH``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
     parser.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     parser.add_argument("--kb", help="corpus file or folder to answer from, or a pgvector knowledge base "
-                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
+                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB "
+                                     "(default: the PopQA knowledge base)")
     parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                         help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
                              "(default: snapshot, offline, for the PopQA knowledge base; none for a --kb of your own)")
@@ -29,14 +31,16 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-private-urls", action="store_true",
                         help="let the web path fetch loopback and private-network addresses (tests, self-hosted)")
     parser.add_argument("--compiled", default=None,
-                        help="compiled program folder (default: compiled/ when present); 'none': the uncompiled signatures")
+                        help="compiled program folder (default: compiled/ when present); "
+                             "'none': the uncompiled signatures")
     parser.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
     parser.add_argument("--decide-retrieval", action="store_true",
                         help="first ask whether the question needs sources at all; greetings, arithmetic and "
                              "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
     parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--trace-jsonl", metavar="PATH", help="append one JSON line per step to PATH")
-    parser.add_argument("--trace-export", choices=("mlflow",), help="also send DSPy's traces to MLflow (pip install mlflow)")
+    parser.add_argument("--trace-export", choices=("mlflow",),
+                        help="also send DSPy's traces to MLflow (pip install mlflow)")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -68,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH",
                            description="Index the documents under PATH: Markdown (.md, .markdown), text (.txt), HTML "
                                        "(.html, .htm), JSONL (.jsonl), and with the documents extra "
-                                       "(pip install 'crag-dspy[documents]') PDF (.pdf, with page numbers; no OCR), Word "
-                                       "(.docx), PowerPoint (.pptx), Excel (.xlsx) and CSV (.csv). Other files, and files "
+                                       "(pip install 'crag-dspy[documents]') PDF (.pdf, with page numbers; no OCR), "
+                                       "Word (.docx), PowerPoint (.pptx), Excel (.xlsx) and CSV (.csv). Other files, "
+                                       "and files "
                                        "that cannot be read, are left out with one line each.")
     index.add_argument("path", help="a file or a folder (searched recursively; hidden files skipped)")
     index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
@@ -77,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
     index.add_argument("--no-adapt", action="store_true",
                        help="do not adapt the judges to the indexed documents (they are by default: minutes, once)")
-    index.add_argument("--compiled", default=None, help="the compiled program whose judges are adapted (default compiled/)")
+    index.add_argument("--compiled", default=None,
+                       help="the compiled program whose judges are adapted (default compiled/)")
     index.add_argument("--questions", type=int, default=None,
                        help="questions the LM writes for sampled chunks to adapt from (default: none when the "
                             "documents have headings to ask from, else 40)")
@@ -96,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _ask(args) -> int:
-    # lazy on purpose: dspy, torch and the model load only for the subcommand that needs them, so --help and a refused question answer at once
+    # lazy on purpose: dspy, torch and the model load only for the subcommand that needs them, so --help and a
+    # refused question answer at once
     import dspy
 
     from program.app import resources
@@ -117,7 +124,8 @@ def _ask(args) -> int:
         return 2
     report_left_out(resources.kb_location(args.kb), getattr(program, "knowledge_base", None))
     report = program.judges_report() if hasattr(program, "judges_report") else {}
-    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"][PASSAGE.name] not in ("lm", "similarity"):
+    if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"][PASSAGE.name] not in (
+            "lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
               "other knowledge bases' rows (adapt: python -m program index PATH)", file=sys.stderr)
     lm = configure_lm(args.model, args.api_base)
@@ -158,7 +166,8 @@ def _print_result(result, config, args) -> None:
     if result.retrieval_skipped:
         print("\nretrieval skipped: the question needs no sources; answered without them")
     else:
-        print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  fallback: {result.fallback}")
+        print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  "
+              f"fallback: {result.fallback}")
         if result.declined:
             print(_declined_line(result))
     for c in result.citations:
@@ -169,8 +178,10 @@ def _print_result(result, config, args) -> None:
     t = result.trace
     print(f"web: {_web_line(config, args)}")
     for w in t.web:
-        print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, {w['dropped_by_scope']} out of scope, "
-              f"{len(w['fetched'])} pages fetched, {len(w['fetch_failures'])} failed" + (f"; {w['error']}" if w["error"] else ""))
+        print(f"web ({w['backend']}): query {w['query']!r}: {len(w['hits'])} hits, "
+              f"{w['dropped_by_scope']} out of scope, "
+              f"{len(w['fetched'])} pages fetched, {len(w['fetch_failures'])} failed"
+              + (f"; {w['error']}" if w["error"] else ""))
     if t.judges:
         print(judges_line(t.judges))
     print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
@@ -254,7 +265,8 @@ def _index(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. no space left on the device: the previous index stays
-        print(f"error: cannot write the index of {args.path} into {args.out or resources.index_dir_for(Path(args.path))}: "
+        print(f"error: cannot write the index of {args.path} into "
+              f"{args.out or resources.index_dir_for(Path(args.path))}: "
               f"{exc.strerror or exc}; the previous index is unchanged", file=sys.stderr)
         return 2
     report_left_out(args.path, kb)
@@ -328,7 +340,7 @@ def _operating_point(args, kb, compiled: Path, written: int) -> int:
     # lazy on purpose: the question writer, the compiled program and the LM load only when questions were written
     from program.judges.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
     from program.judges.lm_questions import write_questions
-    from program.app.compiled import load_compiled
+    from program.app.configuration import load_compiled
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import save_operating_point, set_operating_point
     from program.retrieval.progress import progress_enabled

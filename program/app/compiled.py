@@ -21,22 +21,17 @@ import hashlib
 import json
 import os
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import dspy
 
-from program.app import resources
 from program.app.refinement import REFINEMENT_FILE, refines_passages
-from program.judges import JUDGES_FILE, load_judges
-from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.adapted import adapted_dir
 from program.judges.operating_point import OPERATING_POINT_FILE
-from program.judges.reader_demo import load_reader_demo, use_reader_demo
 from program.judges.judgments import PASSAGE
 from program.paths import PROJECT_ROOT
-from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
-from program.stages.settings import DEFAULT_ACCEPT, CRAGSettings
+from program.stages.settings import DEFAULT_ACCEPT
 
 
 COMPILED_DIR = PROJECT_ROOT / "compiled"
@@ -176,20 +171,36 @@ def has_compiled(directory: str | Path = COMPILED_DIR) -> bool:
     return (Path(directory) / STATE_FILE).exists() and (Path(directory) / MANIFEST_FILE).exists()
 
 
+def read_state(directory: str | Path = COMPILED_DIR) -> dict:
+    """The saved state (predictor name -> state) of the compile in ``directory``.
+
+    Raises:
+        CompiledError: the state file is unreadable or not a JSON object."""
+    return _read_json(Path(directory) / STATE_FILE)
+
+
 def _field_prefixes(state: dict) -> list[str]:
     return [f.get("prefix") for f in state.get("signature", {}).get("fields", [])]
 
 
-def load_state(program, path: str | Path) -> None:
-    """Load the saved state into ``program``.
+def load_state(program, source: str | Path | dict, where: str | Path | None = None) -> None:
+    """Load a saved state into ``program``: ``source`` is the state file, or its parsed dict
+    (predictor name -> state; ``where`` names its file in errors).
 
     Predictors the state lacks keep their own; so does a predictor whose saved signature has
     other fields than its current one (the state was compiled for an older signature: DSPy
     would pour its instructions and field descriptions into the new fields by position), with
     a warning to recompile.
+
+    Raises:
+        CompiledError: the file is not JSON, a predictor's entry is not a state, or the state
+            is another program's.
     """
-    path = Path(path)
-    saved = _read_json(path)
+    if isinstance(source, dict):
+        path, saved = Path(where or "<state>"), dict(source)
+    else:
+        path = Path(source)
+        saved = _read_json(path)
     current = {name: param.dump_state() for name, param in program.named_parameters()}
     for name, state in saved.items():
         if name in current and not (isinstance(state, dict) and isinstance(state.get("signature", {}), dict)):
@@ -248,68 +259,6 @@ def evaluator_thresholds(manifest: dict, judges, knowledge_base) -> dict:
     return {"lower": saved["lower"], "upper": saved["upper"], "scorer": "retrieval similarity"}
 
 
-def load_compiled(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="default", embedder=None, **kwargs):
-    """Build the CRAG program and load its compiled prompts and thresholds.
-
-    Args:
-        directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
-        knowledge_base: a ``KnowledgeBase``; default the embedded PopQA knowledge base.
-        web: a search backend, a backend name (``snapshot``, ``searxng``, ``none``...), a
-            ``program.web.WebConfig``, or None (see ``program.app.resources.resolve_web``);
-            ``"default"``: ``$CRAG_WEB``, else the offline snapshot for the PopQA knowledge base
-            and no web for any other (``resources.default_web``).
-        embedder: strip pre-filter embedder; default the packaged all-MiniLM-L6-v2.
-        **kwargs: ``confidence`` (a ``ConfidenceModel``), or fields of
-            ``program.stages.settings.CRAGSettings`` (``k``, ``max_retries``, ``decide_retrieval``...),
-            overriding the compile's; None leaves ``confidence`` and ``accept`` to the compile. A
-            predictor that an option adds and the compiled state does not hold
-            (``decide_retrieval``'s, in a state compiled before the decider was) keeps its
-            uncompiled instructions.
-
-    Returns a ready ``program.stages.crag.CRAG``.
-
-    The trained judges (``judges.json``, ``program.judges``) are attached when the compile saved
-    them, with the thresholds calibrated on their scores; without them every judgment is asked
-    of the LM, with a warning. Judges adapted to ``knowledge_base`` from its own documents
-    (``<directory>/adapted/<corpus_key>/``, ``program.judges.adapted``; made by
-    ``python -m optimize.compile --kb`` or ``python -m program index``; with its reader demo,
-    ``_use_own_demo``) replace the compile's own whenever that knowledge base is the one in use.
-
-    Raises:
-        FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
-        CompiledError: a corrupt state, manifest, reader demo or refinement.json, or a manifest not the state's.
-        program.judges.JudgesFileError: ``judges.json`` is unreadable.
-    """
-    directory = Path(directory)
-    if not has_compiled(directory):
-        raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
-    manifest = read_manifest(directory)
-    check_dspy_version(directory, manifest)
-    knowledge_base = knowledge_base if knowledge_base is not None else resources.knowledge_base()
-    # judges adapted to this knowledge base from its own documents, else the compile's own
-    judges = load_adapted(directory, knowledge_base) or load_judges(directory)
-    embedder = embedder if embedder is not None else resources.embedder()
-    if judges is not None:
-        judges.embedder = embedder
-        judges.use_corpus(knowledge_base)
-    else:
-        warnings.warn(f"{directory} holds no {JUDGES_FILE}: passages are scored by retrieval similarity and every other judgment is asked of the LM "
-                      "(train the judges: python -m optimize.compile --only judges)", stacklevel=2)
-    # every setting at construction: the compile's, then the caller's
-    thresholds = evaluator_thresholds(manifest, judges, knowledge_base)
-    confidence, accept = load_confidence(directory, knowledge_base)
-    confidence = kwargs.pop("confidence", None) or confidence
-    overrides = {k: v for k, v in kwargs.items() if v is not None or k != "accept"}
-    settings = replace(CRAGSettings(upper=thresholds.get("upper", 0.6), lower=thresholds.get("lower", 0.2),
-                                    accept=accept,
-                                    refine_passages=refinement_for(directory, knowledge_base)), **overrides)
-    program = CRAG(knowledge_base, web=resources.resolve_web(web, knowledge_base), embedder=embedder, judges=judges,
-                   confidence=confidence, settings=settings)
-    load_state(program, directory / STATE_FILE)
-    _use_own_demo(program, directory, knowledge_base)
-    return program
-
-
 def refinement_for(directory: str | Path, knowledge_base) -> bool:
     """Whether the reader reads ``knowledge_base``'s passages refined: ``<directory>/refinement.json``
     (``program.app.refinement``); False without the file.
@@ -326,17 +275,6 @@ def refinement_for(directory: str | Path, knowledge_base) -> bool:
         return refines_passages(data, knowledge_base, path)
     except ValueError as exc:
         raise CompiledError(str(exc)) from None
-
-
-def _use_own_demo(program, directory: Path, knowledge_base) -> None:
-    """Give ``program``'s reader the demo ``program index`` wrote from ``knowledge_base``'s own
-    documents, when there is one (``program.judges.reader_demo``). Raises ``CompiledError``."""
-    try:
-        demo = load_reader_demo(adapted_dir(directory, knowledge_base))
-    except ValueError as exc:
-        raise CompiledError(str(exc)) from None
-    if demo is not None:
-        use_reader_demo(program.generator.generate, knowledge_base, demo)
 
 
 CONFIDENCE_FILE = "confidence.json"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from program.app import resources
-from program.app.compiled import COMPILED_DIR, has_compiled, load_compiled
+from program.app.compiled import COMPILED_DIR, has_compiled
+from program.app.configuration import load_compiled
 from program.stages.baselines import ClosedBook, LangGraphCRAG, VanillaRAG
 from program.stages.crag import CRAG
 
@@ -28,7 +29,8 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     answer generator, so the two modes differ only by CRAG's corrections.
 
     ``langgraph`` is LangGraph's CRAG tutorial (``program.stages.baselines.LangGraphCRAG``): the same
-    knowledge base and ``k``, the same web backend as ``crag`` (``web``) and the compiled answer generator shared as for ``rag``; its binary grader and
+    knowledge base and ``k``, the same web backend as ``crag`` (``web``) and the compiled answer generator shared as
+    for ``rag``; its binary grader and
     web-search rewriter are the tutorial's prompts, uncompiled.
 
     ``decide_retrieval`` turns on Self-RAG's "retrieve or not" step (``DecideRetrieval``) in
@@ -50,12 +52,9 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
         crag = CRAG(kb, web=resources.resolve_web(web, kb), embedder=resources.embedder(), **settings)
     if mode in CRAG_MODES:
         return crag
+    # the compiled reader and the same support judge: the modes differ only before the reader
+    shared = {"generator": crag.generator, "judges": crag.judges}
     if mode == "langgraph":
-        baseline = LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.settings.k)
-    else:
-        baseline = VanillaRAG(kb, k=crag.settings.k)
-    baseline.generator = crag.generator  # the compiled generator: the modes differ only before it
-    baseline.attributor.judges = crag.judges  # and the same support judge sets the citations
-    if mode == "rag":
-        baseline.confidence = crag.confidence  # its answers scored as crag scores its drafts
-    return baseline
+        return LangGraphCRAG(kb, web=crag.web_searcher.backend, k=crag.settings.k, **shared)
+    # rag's answers are scored as crag scores its drafts
+    return VanillaRAG(kb, k=crag.settings.k, confidence=crag.confidence, **shared)

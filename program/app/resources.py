@@ -117,6 +117,14 @@ def resolve_web(web, knowledge_base=None):
     return web
 
 
+def web_name(backend) -> str:
+    """A web backend's name for messages and traces: its configuration's backend name, else its
+    ``name``; ``"none"`` for no web."""
+    if backend is None:
+        return "none"
+    return getattr(getattr(backend, "config", None), "backend", None) or getattr(backend, "name", "none")
+
+
 def embedder():
     """The shared all-MiniLM-L6-v2 embedder (loaded once)."""
     return get_embedder()

@@ -26,7 +26,7 @@ import json
 import pickle
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -186,7 +186,8 @@ def labeled_sources(leave_out, embedder, log=print) -> list:
 
 def _step_bar(progress: bool):
     """``(bar, step)``: the 4-step progress bar, and ``step(label)`` that names the step done and advances it."""
-    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr, disable=not (progress and progress_enabled()))
+    bar = tqdm(total=4, desc="adapting judges", unit="step", file=sys.stderr,
+               disable=not (progress and progress_enabled()))
 
     def step(label: str) -> None:
         bar.set_postfix_str(label)
@@ -259,10 +260,10 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     judges = fit_judges(sources + [own], embedder, log=log)
     step("fitted")
     bar.close()
-    judges.adapted = _adapted_record(kb, name, own, written, sources, leave_out, questions, stamp, started)
+    judges = replace(judges, adapted=_adapted_record(kb, name, own, written, sources, leave_out, questions, stamp,
+                                                     started))
     path = save_judges(judges, folder)
-    judges.use_corpus(kb)
-    return AdaptResult(judges, path, False, time.perf_counter() - started)
+    return AdaptResult(judges.for_knowledge_base(kb), path, False, time.perf_counter() - started)
 
 
 def main_for_kb(args, parser) -> int:

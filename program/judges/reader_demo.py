@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import dspy
-
 from program.atomic import write_atomic
 from program.stages.refine import decompose
 from program.text import coverage
@@ -72,10 +70,14 @@ def held_by(kb, demo) -> bool:
     return bool(top) and coverage(str(demo["answer"]), top[0].text) >= HELD
 
 
-def use_reader_demo(predictor, kb, demo: dict) -> None:
-    """Give ``predictor`` (the reader's ``dspy.Predict``) ``demo`` after the compiled demos ``kb`` holds."""
-    own = dspy.Example(augmented=True, question=demo["question"], context=list(demo["context"]), answer=demo["answer"])
-    predictor.demos = [d for d in predictor.demos if held_by(kb, d)] + [own]
+def with_reader_demo(state: dict, kb, demo: dict) -> dict:
+    """A copy of the compiled ``state`` (predictor name -> state) whose reader
+    (``generator.generate``) has ``demo`` after the compiled demos ``kb`` holds (the others
+    were written for other documents), so that the program is built with it."""
+    reader = dict(state.get("generator.generate") or {})
+    own = {"augmented": True, "question": demo["question"], "context": list(demo["context"]), "answer": demo["answer"]}
+    reader["demos"] = [d for d in reader.get("demos", []) if held_by(kb, d)] + [own]
+    return {**state, "generator.generate": reader}
 
 
 def save_reader_demo(demo: dict, directory: str | Path) -> Path:
@@ -105,4 +107,4 @@ def load_reader_demo(directory: str | Path | None) -> dict | None:
     return demo
 
 
-__all__ = ["READER_DEMO_FILE", "held_by", "load_reader_demo", "reader_demo", "save_reader_demo", "use_reader_demo"]
+__all__ = ["READER_DEMO_FILE", "held_by", "load_reader_demo", "reader_demo", "save_reader_demo", "with_reader_demo"]

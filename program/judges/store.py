@@ -17,7 +17,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +78,7 @@ class JudgeSet:
         thresholds_by_corpus: ``corpus_key`` -> the evaluator's thresholds calibrated on that
             knowledge base's own training questions (``thresholds_for``).
         choices_by_corpus: ``corpus_key`` -> judgment -> the ``JudgeChoice`` measured on that
-            knowledge base's dev rows; ``corpus`` is the key in use (``use_corpus``).
+            knowledge base's dev rows; ``corpus`` is the key in use (``for_knowledge_base``).
         figures: the compile's dev figures, for the manifest and the trace.
         adapted: empty for the compile's judges; for judges adapted to one knowledge base from its
             own documents (``program.judges.adapt``), what they were built from: ``corpus`` (its
@@ -101,13 +101,16 @@ class JudgeSet:
     _vectors: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
     _vectors_of: int = field(default=0, init=False, repr=False, compare=False)
 
-    def use_corpus(self, knowledge_base) -> None:
-        """Judge for ``knowledge_base``: its own measured choices apply when the compile had
-        labeled rows from it (``choices_by_corpus``), the overall ones otherwise."""
+    def for_knowledge_base(self, knowledge_base, embedder=None) -> "JudgeSet":
+        """These judges as one knowledge base's program uses them: a new ``JudgeSet`` sharing the
+        trained models, with ``knowledge_base``'s measured choices in use (``corpus``: its
+        ``corpus_key``, "" when it has no manifest) and ``embedder`` (this set's own when None).
+        ``self`` is left as it was."""
         try:
-            self.corpus = corpus_key(knowledge_base)
+            key = corpus_key(knowledge_base)
         except (AttributeError, KeyError, TypeError):
-            self.corpus = ""
+            key = ""
+        return replace(self, corpus=key, embedder=embedder if embedder is not None else self.embedder)
 
     def thresholds_for(self, knowledge_base) -> dict:
         """The evaluator's thresholds for ``knowledge_base``: those calibrated on its own labeled
@@ -125,7 +128,7 @@ class JudgeSet:
 
     def choice(self, judgment: Judgment | str) -> JudgeChoice:
         """Who decides ``judgment`` (a record or its name): the choice measured on the current
-        knowledge base (``use_corpus``), else the overall one, else its trained judge when there
+        knowledge base (``for_knowledge_base``), else the overall one, else its trained judge when there
         is one, else the LM.
 
         A judgment that ``reads`` another's judge (usefulness, read by the passage judge in
@@ -208,7 +211,8 @@ class JudgeSet:
         return {"judges": {k: j.to_dict() for k, j in self.judges.items()},
                 "choices": {k: asdict(c) for k, c in self.choices.items()},
                 "thresholds": self.thresholds, "thresholds_by_corpus": self.thresholds_by_corpus,
-                "choices_by_corpus": {k: {j: asdict(c) for j, c in v.items()} for k, v in self.choices_by_corpus.items()},
+                "choices_by_corpus": {k: {j: asdict(c) for j, c in v.items()}
+                                      for k, v in self.choices_by_corpus.items()},
                 "figures": self.figures, **({"adapted": self.adapted} if self.adapted else {})}
 
     @classmethod

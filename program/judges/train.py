@@ -23,6 +23,7 @@ import itertools
 import json
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -87,7 +88,8 @@ def pair_scores(judges: JudgeSet, judgment: Judgment, pairs: jd.Pairs) -> np.nda
     return np.array([judge.score(d, c) for d, c in zip(pairs.dense, cues)])
 
 
-def out_of_fold(judgment: Judgment, pairs: jd.Pairs, folds: int = 5, c=1.0, weights: np.ndarray | None = None) -> np.ndarray:
+def out_of_fold(judgment: Judgment, pairs: jd.Pairs, folds: int = 5, c=1.0,
+                weights: np.ndarray | None = None) -> np.ndarray:
     """Scores of each training row from a judge trained on the other folds (grouped by question)."""
     name, names = judgment.name, list(judgment.feature_names)
     groups = sorted(set(pairs.groups))
@@ -199,7 +201,8 @@ def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple
 def _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder) -> tuple[LinearJudge, jd.Pairs, dict, dict]:
     """``(passage judge, its training pairs, PopQA thresholds, thresholds by corpus)`` from the train splits."""
     popqa_train = jd.popqa_passage_pairs(train_q, popqa_kb)
-    adv_train = jd.adversarial_passage_pairs(adv[PASSAGE.rows]["train"], adv["queries"]["train"], adversarial_kb, embedder)
+    adv_train = jd.adversarial_passage_pairs(adv[PASSAGE.rows]["train"], adv["queries"]["train"], adversarial_kb,
+                                             embedder)
     passage_pairs = jd.Pairs().extend(popqa_train).extend(adv_train)
     passage = fit_judge(PASSAGE, passage_pairs)
     oof = out_of_fold(PASSAGE, passage_pairs)
@@ -233,7 +236,8 @@ def _strip_judge(train_q, adv, popqa_kb, web, embedder) -> tuple[LinearJudge, jd
 
 def _support_judge(train_q, docs: dict, adv, popqa_kb, embedder) -> tuple[LinearJudge, jd.Pairs, float, float]:
     """``(support judge, its pairs, partially, fully)`` from synthetic (on ``docs``), PopQA claim and labeled pairs."""
-    train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q if q["id"].replace("popqa-", "kb-") in docs]
+    train_docs = [(q["id"], docs[q["id"].replace("popqa-", "kb-")]) for q in train_q
+                  if q["id"].replace("popqa-", "kb-") in docs]
     synthetic = jd.synthetic_support_pairs(train_docs, embedder)
     claims = jd.popqa_support_pairs(train_q, popqa_kb, embedder)
     support_pairs = (jd.Pairs(cues=None).extend(synthetic).extend(claims)
@@ -293,10 +297,11 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
                                              "support_fully": hi, **keeps},
                          thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")
-    judges.figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
-    judges.figures["train_rows"] = {j.name: len(p) for j, p in ((PASSAGE, passage_pairs), (STRIP, strip_pairs), (SUPPORT, support_pairs))}
-    judges.figures["seconds"] = round(time.perf_counter() - started, 1)
-    return judges
+    figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
+    figures["train_rows"] = {j.name: len(p) for j, p in ((PASSAGE, passage_pairs), (STRIP, strip_pairs),
+                                                         (SUPPORT, support_pairs))}
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    return replace(judges, figures=figures)
 
 
 def _runs(groups: list[str]) -> list[int]:
@@ -312,24 +317,29 @@ def _popqa_passage_figures(judges: JudgeSet, dev_q, popqa_kb) -> dict:
     cosine = np.array([d[0] for d in pop.dense])
     top3 = np.array([i < 3 for g in _runs(pop.groups) for i in range(g)])
     any_rel = {g: False for g in pop.groups}
-    for g, l, t3 in zip(pop.groups, pop.labels, top3):
-        any_rel[g] |= bool(l) and bool(t3)
+    for g, label, t3 in zip(pop.groups, pop.labels, top3):
+        any_rel[g] |= bool(label) and bool(t3)
     best = question_best(np.array(pop.groups)[top3], scores[top3])
     best_cos = question_best(np.array(pop.groups)[top3], cosine[top3])
-    cos_t = max(GRID, key=lambda x: np.mean([(best_cos[q] >= x) == any_rel[q] for q in best_cos]))  # the baseline's best case
+    # the baseline's best case
+    cos_t = max(GRID, key=lambda x: np.mean([(best_cos[q] >= x) == any_rel[q] for q in best_cos]))
     return {
-        "pairs": len(pop), "questions": len(best), "passage_auc": auc(pop.labels, scores), "cosine_auc": auc(pop.labels, cosine),
+        "pairs": len(pop), "questions": len(best), "passage_auc": auc(pop.labels, scores),
+        "cosine_auc": auc(pop.labels, cosine),
         "any_relevant_accuracy": round(float(np.mean([(best[q] >= t["upper"]) == any_rel[q] for q in best])), 4),
-        "cosine_any_relevant_accuracy_best_threshold": round(float(np.mean([(best_cos[q] >= cos_t) == any_rel[q] for q in best_cos])), 4),
+        "cosine_any_relevant_accuracy_best_threshold": round(float(np.mean([(best_cos[q] >= cos_t) == any_rel[q]
+                                                                            for q in best_cos])), 4),
         "share_any_relevant": round(float(np.mean(list(any_rel.values()))), 4)}
 
 
 def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder) -> dict:
-    """Adversarial dev figures: action accuracy and confusion on the queries, band accuracy and AUC on the grading rows."""
+    """Adversarial dev figures: action accuracy and confusion on the queries, band accuracy and AUC on the grading
+    rows."""
     adv_pairs = jd.adversarial_passage_pairs([], adv["queries"]["dev"], adversarial_kb, embedder)
     adv_scores = pair_scores(judges, PASSAGE, adv_pairs)
     top3 = [i < 3 for g in _runs(adv_pairs.groups) for i in range(g)]
-    best_adv = question_best([g for g, k in zip(adv_pairs.groups, top3) if k], [s for s, k in zip(adv_scores, top3) if k])
+    best_adv = question_best([g for g, k in zip(adv_pairs.groups, top3) if k],
+                             [s for s, k in zip(adv_scores, top3) if k])
     expected = {r["id"]: r["expected_action"] for r in adv["queries"]["dev"] if r.get("needs_retrieval", True)}
     ta = judges.thresholds_for(adversarial_kb)  # calibrated on the adversarial train queries
     predicted = {q: action_of(best_adv.get(q, 0.0), ta["lower"], ta["upper"]) for q in expected}
@@ -373,7 +383,8 @@ def _support_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder) -> tuple[
     lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in support.dense])
     support_dev = {
         "rows": len(support),
-        "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"], t["support_fully"]),
+        "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"],
+                                             t["support_fully"]),
         "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
         "auc_fully": auc(support.labels, support_scores)}
     claims = jd.popqa_support_pairs(dev_q, popqa_kb, embedder)

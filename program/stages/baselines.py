@@ -64,18 +64,23 @@ class VanillaRAG(dspy.Module):
     carries a confidence from its own checks (``program.stages.draft``: the same checks and
     model as CRAG's draft, with no passage scores), which it reports and never acts on.
 
+    ``generator``, ``judges`` and ``confidence`` let it share CRAG's compiled reader, support
+    judge and confidence model (``program.app.factory``), so that the two differ only by CRAG's
+    corrections; the defaults are uncompiled.
+
     Example:
         >>> VanillaRAG(kb, k=3)(question="Who wrote Dune?").citations
     """
 
-    def __init__(self, knowledge_base, k: int = 3, max_chars: int = 1500):
+    def __init__(self, knowledge_base, k: int = 3, max_chars: int = 1500, *, generator: AnswerGenerator | None = None,
+                 judges=None, confidence: ConfidenceModel | None = None):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.k = k
         self.max_chars = max_chars
-        self.generator = AnswerGenerator()
-        self.attributor = Attributor()  # sets the citations (``program.stages.attribution``)
-        self.confidence = ConfidenceModel()
+        self.generator = generator or AnswerGenerator()
+        self.attributor = Attributor(judges=judges)  # sets the citations (``program.stages.attribution``)
+        self.confidence = confidence or ConfidenceModel()
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)
@@ -136,15 +141,16 @@ class LangGraphCRAG(dspy.Module):
         >>> result.action, result.trace.rewritten_query, result.answer
     """
 
-    def __init__(self, knowledge_base, web=None, k: int = 3, web_k: int = 3, max_chars: int = 1500):
+    def __init__(self, knowledge_base, web=None, k: int = 3, web_k: int = 3, max_chars: int = 1500, *,
+                 generator: AnswerGenerator | None = None, judges=None):
         super().__init__()
         self.knowledge_base = knowledge_base
         self.web = web
         self.k, self.web_k, self.max_chars = k, web_k, max_chars
         self.grader = dspy.Predict(GradeDocumentBinary)
         self.rewriter = dspy.Predict(RewriteForWebSearch)
-        self.generator = AnswerGenerator()
-        self.attributor = Attributor()  # sets the citations (``program.stages.attribution``)
+        self.generator = generator or AnswerGenerator()  # CRAG's compiled reader when shared (program.app.factory)
+        self.attributor = Attributor(judges=judges)  # sets the citations (``program.stages.attribution``)
 
     def forward(self, question: str) -> CRAGResult:
         question, trace, passages = retrieve(self.knowledge_base, question, self.k)

@@ -104,6 +104,7 @@ class CRAG(dspy.Module):
         self.settings = replace(settings or CRAGSettings(), **overrides)
         caps = self.settings.caps
         self.knowledge_base = knowledge_base
+        self.embedder = embedder
         self.confidence = confidence or ConfidenceModel()
         self.decider = dspy.Predict(DecideRetrieval) if self.settings.decide_retrieval else None
         self.closed_book = dspy.Predict(AnswerClosedBook) if self.settings.decide_retrieval else None
@@ -117,6 +118,19 @@ class CRAG(dspy.Module):
         self.checker = ClaimChecker(max_claims=caps.claims if caps else 8, judges=judges)
         self.usefulness = UsefulnessJudge(judges=judges)
         self.attributor = Attributor(judges=judges)
+
+    def narrowed(self, settings: CRAGSettings, *, web: bool = True) -> "CRAG":
+        """This program as one request may run it: a new ``CRAG`` built with ``settings`` (and no
+        web when ``web`` is False) around the same knowledge base, embedder, judges and confidence
+        model, its predictors loaded with this one's compiled state. ``self`` is left as it was
+        (the service answers several requests at once, ``program.app.service.runner``)."""
+        view = CRAG(self.knowledge_base, web=self.web_searcher.backend if web else None, embedder=self.embedder,
+                    judges=self.judges, confidence=self.confidence, settings=settings)
+        compiled = dict(self.named_predictors())
+        for name, predictor in view.named_predictors():
+            if name in compiled:
+                predictor.load_state(compiled[name].dump_state())
+        return view
 
     @property
     def judges(self):
@@ -132,7 +146,8 @@ class CRAG(dspy.Module):
                     "adapted": False, "corpus": "", "calibrated_here": False}
         report = self.judges.report()
         # CRAG never asks the LM to grade a passage (``_evaluate``): say what scores them
-        report["judgments"] = {**report["judgments"], PASSAGE.name: "trained" if self.judges.has(PASSAGE) else "similarity"}
+        report["judgments"] = {**report["judgments"],
+                               PASSAGE.name: "trained" if self.judges.has(PASSAGE) else "similarity"}
         return report
 
     @property
@@ -417,7 +432,8 @@ class CRAG(dspy.Module):
             try:
                 retried = self.generator(question=result.question, strips=result.strips, unsupported=unsupported)
             except UNREADABLE_OUTPUT as exc:
-                result.trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); the first answer stands")
+                result.trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); "
+                                  "the first answer stands")
                 return answer, claims
         with step(result.trace, "self-check-retry"):
             retried_claims = self.checker(question=result.question, answer=retried, strips=result.strips)

@@ -11,7 +11,6 @@ changes another's settings, and may only narrow the operator's.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import threading
 import uuid
@@ -20,6 +19,7 @@ from dataclasses import dataclass, replace
 import anyio
 import dspy
 
+from program.app.resources import web_name
 from program.app.tracing import StepRecorder
 from program.guards.cost import cancellable
 from program.lm.retry import LMServiceError, will_retry
@@ -45,7 +45,8 @@ def _is_lm_error(exc: BaseException) -> bool:
     if isinstance(exc, LMServiceError):
         return True
     module = type(exc).__module__ or ""
-    return module.startswith(("litellm", "openai", "httpx", "dspy.utils.exceptions")) or str(exc).startswith("llama.cpp error")
+    return module.startswith(("litellm", "openai", "httpx", "dspy.utils.exceptions")) or str(exc).startswith(
+        "llama.cpp error")
 
 
 @dataclass
@@ -103,15 +104,12 @@ class QuestionRunner:
     @property
     def web(self) -> str:
         """The operator's web backend as ``--web`` names it ('snapshot', 'searxng' ...), 'none' when off."""
-        backend = self.program.web_searcher.backend
-        if backend is None:
-            return "none"
-        return getattr(getattr(backend, "config", None), "backend", None) or getattr(backend, "name", "none")
+        return web_name(self.program.web_searcher.backend)
 
     # ---- per request ---------------------------------------------------------------------------
     def view(self, options: Options):
-        """The shared program with this request's options: a shallow copy sharing every predictor,
-        the knowledge base and the judges.
+        """The shared program with this request's options: a program built narrower
+        (``CRAG.narrowed``), sharing the knowledge base, the judges and the compiled prompts.
 
         Raises:
             ServiceError: 422 for an option that would widen the operator's settings (more
@@ -123,15 +121,11 @@ class QuestionRunner:
             raise ServiceError(422, f"web: this server allows 'none' or '{self.web}'")
         if options.decide_retrieval and not self.decide_retrieval:
             raise ServiceError(422, "decide_retrieval: not turned on on this server")
-        view = copy.copy(self.program)
         decide = self.decide_retrieval if options.decide_retrieval is None else options.decide_retrieval
-        view.settings = replace(self.program.settings, k=options.k or self.program.settings.k,
-                                self_check=self.program.settings.self_check if options.self_check is None
-                                else options.self_check, decide_retrieval=decide)
-        if options.web == "none" and self.web != "none":
-            view.web_searcher = copy.copy(self.program.web_searcher)
-            view.web_searcher.backend = None
-        return view
+        settings = replace(self.program.settings, k=options.k or self.program.settings.k,
+                           self_check=self.program.settings.self_check if options.self_check is None
+                           else options.self_check, decide_retrieval=decide)
+        return self.program.narrowed(settings, web=not (options.web == "none" and self.web != "none"))
 
     def recorder(self, *sinks) -> StepRecorder:
         """A step recorder for one question, with a fresh request id, feeding ``sinks`` and the server's."""
@@ -211,4 +205,5 @@ class _LMErrors(dspy.utils.callback.BaseCallback):
     def on_lm_end(self, call_id, outputs, exception=None):
         if exception is not None and not will_retry(exception):
             self.stop.set()
-            self.errors.append(f"{type(exception).__name__}: {str(exception).splitlines()[0][:300] if str(exception) else ''}")
+            self.errors.append(f"{type(exception).__name__}: "
+                               f"{str(exception).splitlines()[0][:300] if str(exception) else ''}")
