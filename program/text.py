@@ -101,7 +101,7 @@ def without_footnotes(text: str) -> str:
 
 
 # The one sentence splitter: syntok, chosen by measure over the knowledge bases' own text
-# (docs/sentence-splitters.md: 54 false and 11 missed cuts, where the regular expressions it
+# (docs/lab/2026-12-03-sentence-splitters.md: 54 false and 11 missed cuts, where the regular expressions it
 # replaced made 447 to 676 false cuts, "St. Louis" and "U.S. Army" among them).
 SPLITTER_VERSION = "syntok-1.4.4, line breaks, spaced cuts"  # recorded by every saved index
 
