@@ -50,8 +50,6 @@ class CRAGSettings:
             compile's calibration says whether that pays).
         max_chars: characters of each passage the reader reads (as plain RAG reads it).
         web_k: web hits kept (``caps.web_pages`` replaces it when caps are given).
-        lazy_evaluation: kept for the settings' schema: passages are scored by the cheap judges,
-            all of them, so there is nothing to save by stopping early.
         caps: the per-question caps (``program.guards.caps.QuestionCaps``: seconds, tokens, LM
             calls, and the web pages, strips and claims kept); None reads them from the
             environment at each question, with the parts' defaults.
@@ -72,7 +70,6 @@ class CRAGSettings:
     probabilities: bool = False
     max_chars: int = 1500
     web_k: int = 2
-    lazy_evaluation: bool = True
     caps: QuestionCaps | None = None
 
     def __post_init__(self) -> None:
