@@ -5,7 +5,8 @@ Each row (a JSON object per line, or a CSV row under a header) has:
 * ``question``: the question, as a user asks it (required, non-empty);
 * ``answers``: the gold answers, any one of which found in an answer (case-insensitive) makes it
   right: a JSON list of strings or one string; in CSV one cell, several answers separated by
-  ``|`` (required when the row is answerable);
+  ``|``, or a JSON list (a cell starting with ``[`` must be one) (required when the row is
+  answerable);
 * ``answerable`` (optional, default true): false when the documents do not answer it, so that
   declining is right (JSON ``true``/``false``; CSV ``true``/``false``, ``yes``/``no``, ``1``/``0``);
 * ``id`` (optional): the row's name in the results (default ``q-<row number>``).
@@ -42,6 +43,14 @@ def _answerable(value, where: str) -> bool:
 def _answers(value, where: str, csv_cell: bool) -> list[str]:
     if value is None:
         return []
+    if isinstance(value, str) and csv_cell and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise QuestionsFileError(f"{where}: field 'answers' starts like a JSON list but is not one "
+                                     f"({exc.msg}); write answers as a|b, or as [\"a\", \"b\"]") from None
+        if not isinstance(value, list):
+            raise QuestionsFileError(f"{where}: field 'answers' must be a JSON list of strings, got {value!r}")
     if isinstance(value, str):
         parts = value.split("|") if csv_cell else [value]
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -86,8 +95,9 @@ def _jsonl_rows(path: Path, text: str) -> list[dict]:
 def _csv_rows(path: Path, text: str) -> list[dict]:
     reader = csv.DictReader(text.splitlines())
     if not reader.fieldnames or "question" not in [f.strip() for f in reader.fieldnames]:
-        raise QuestionsFileError(f"{path}:1: the header has no 'question' column (columns: question, answers, "
-                                 "answerable, id)")
+        found = ", ".join(f.strip() for f in reader.fieldnames or []) or "none"
+        raise QuestionsFileError(f"{path}:1: the header has no 'question' column (found: {found}; expected: "
+                                 "question, answers, answerable, id)")
     rows = []
     for n, raw in enumerate(reader, start=2):
         clean = {(k or "").strip(): v for k, v in raw.items()}

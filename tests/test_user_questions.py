@@ -26,11 +26,20 @@ def test_csv_and_jsonl_give_the_same_rows(name):
         ("q4", "What is Acme's stock ticker?", UNANSWERABLE_GOLD, False)]
 
 
+def test_a_csv_cell_may_hold_a_json_list(tmp_path):
+    (tmp_path / "ours.csv").write_text('question,answers\nWhat is A1?,"[""Injection"", ""SQL injection""]"\n')
+    assert load_questions_file(tmp_path / "ours.csv")[0]["gold"] == ["Injection", "SQL injection"]
+
+
 @pytest.mark.parametrize("name, text, message", [
     ("bad.csv", "question,answers\nWho?,\n", r"bad\.csv:2: field 'answers' is empty; an answerable row needs"),
     ("bad.csv", "question,answers,answerable\nWho?,Ann,maybe\n",
      r"bad\.csv:2: field 'answerable' must be true or false, got 'maybe'"),
-    ("bad.csv", "query,answers\nWho?,Ann\n", r"bad\.csv:1: the header has no 'question' column"),
+    ("bad.csv", "query,answers\nWho?,Ann\n",
+     r"bad\.csv:1: the header has no 'question' column \(found: query, answers; expected: question, answers"),
+    # the bug: a CSV cell '["Injection"' was taken as the gold string itself and scored every answer wrong
+    ("bad.csv", 'question,answers\nWhat is A1?,"[""Injection"""\n',
+     r"bad\.csv:2: field 'answers' starts like a JSON list but is not one"),
     ("bad.jsonl", '{"question": "Who?", "answers": ["Ann"]}\n{"question": "", "answers": ["B"]}\n',
      r"bad\.jsonl:2: field 'question' is missing or empty"),
     ("bad.jsonl", '{"question": "Who?", "answers": [1, 2]}\n',

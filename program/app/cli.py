@@ -33,7 +33,7 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compiled", default=None,
                         help="compiled program folder (default: compiled/ when present); "
                              "'none': the uncompiled signatures")
-    parser.add_argument("-k", type=int, default=None, help="passages retrieved and graded")
+    parser.add_argument("-k", type=int, default=None, help="passages retrieved and graded (default 3)")
     parser.add_argument("--decide-retrieval", action="store_true",
                         help="first ask whether the question needs sources at all; greetings, arithmetic and "
                              "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
