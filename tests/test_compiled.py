@@ -118,6 +118,7 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     plain = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
     assert (plain.confidence.weights, plain.confidence.bias,
             plain.settings.accept) == (DEFAULT_WEIGHTS, DEFAULT_BIAS, DEFAULT_ACCEPT)
+    assert plain.sources["operating point"] == "the default"
 
     model = {"weights": {"question_coverage": 10.0}, "bias": -9.0, "source": "test rows"}
     (tmp_path / "confidence.json").write_text(json.dumps({"model": model, "accept": 0.3}))
@@ -128,8 +129,17 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
 
     point = tmp_path / "adapted" / corpus_key(kb) / OPERATING_POINT_FILE
     point.parent.mkdir(parents=True)
-    point.write_text(json.dumps({"accept": 0.8}))
-    assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None).settings.accept == 0.8
+    point.write_text(json.dumps({"accept": 0.8, "source": "labels ours.csv (30 rows)"}))
+    own = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
+    assert own.settings.accept == 0.8
+    # where the resolution took each value from, as ask prints it; a request's program keeps it
+    from program.app.cli import _operating_point_line
+
+    where = f"labels ours.csv (30 rows), adapted/{corpus_key(kb)}/operating_point.json"
+    assert own.sources == {"thresholds": "retrieval similarity", "judges": "none: the LM judges",
+                           "operating point": where, "reader demo": "the compile's", "web": "none"}
+    assert _operating_point_line(own.narrowed(own.settings, web=False)) == \
+           f"operating point: answers below confidence 0.80 are declined ({where})"
     assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None, accept=0.1).settings.accept == 0.1
     # at 0.8 the same answer (0.73) is declined
     declined = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)(question="Who founded Acme Rockets?")

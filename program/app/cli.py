@@ -144,20 +144,17 @@ def _ask(args) -> int:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         _print_result(result, config, args)
-        print(_operating_point_line(program, args))
+        print(_operating_point_line(program))
     return 0
 
 
-def _operating_point_line(program, args) -> str:
-    """``operating point: accept 0.42 (labels ours.csv (60 rows), adapted/<key>/operating_point.json)``."""
-    # lazy on purpose: the compiled folder's readers load only to name the point
-    from program.app.compiled import COMPILED_DIR, operating_point_source
-
-    settings = getattr(program, "settings", None)
-    if settings is None or args.compiled == "none":
+def _operating_point_line(program) -> str:
+    """``operating point: answers below confidence 0.42 are declined (labels ours.csv (60 rows),
+    adapted/<key>/operating_point.json)``: the point and where the resolution took it from."""
+    source = getattr(program, "sources", {}).get("operating point")
+    if source is None:
         return "operating point: none (uncompiled)"
-    source = operating_point_source(Path(args.compiled) if args.compiled else COMPILED_DIR, program.knowledge_base)
-    return f"operating point: accept {settings.accept:.2f} ({source})"
+    return f"operating point: answers below confidence {program.settings.accept:.2f} are declined ({source})"
 
 
 def _print_result(result, config, args) -> None:

@@ -142,7 +142,7 @@ def build(config: ProgramConfig) -> CRAG:
     Raises:
         CompiledError: the state does not fit the program (``load_state``)."""
     program = CRAG(config.knowledge_base, web=config.web, embedder=config.embedder, judges=config.judges,
-                   confidence=config.confidence, settings=config.settings)
+                   confidence=config.confidence, settings=config.settings, sources=config.sources)
     if config.state is not None:
         load_state(program, config.state, config.state_file)
     return program

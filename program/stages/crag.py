@@ -99,9 +99,11 @@ class CRAG(dspy.Module):
     """
 
     def __init__(self, knowledge_base, web=None, *, embedder=None, judges=None,
-                 confidence: ConfidenceModel | None = None, settings: CRAGSettings | None = None, **overrides):
+                 confidence: ConfidenceModel | None = None, settings: CRAGSettings | None = None,
+                 sources: dict[str, str] | None = None, **overrides):
         super().__init__()
         self.settings = replace(settings or CRAGSettings(), **overrides)
+        self.sources = dict(sources or {})  # where each resolved value came from (ProgramConfig.sources)
         caps = self.settings.caps
         self.knowledge_base = knowledge_base
         self.embedder = embedder
@@ -125,7 +127,7 @@ class CRAG(dspy.Module):
         model, its predictors loaded with this one's compiled state. ``self`` is left as it was
         (the service answers several requests at once, ``program.app.service.runner``)."""
         view = CRAG(self.knowledge_base, web=self.web_searcher.backend if web else None, embedder=self.embedder,
-                    judges=self.judges, confidence=self.confidence, settings=settings)
+                    judges=self.judges, confidence=self.confidence, settings=settings, sources=self.sources)
         compiled = dict(self.named_predictors())
         for name, predictor in view.named_predictors():
             if name in compiled:
