@@ -428,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     try:  # before loading the model: a wrong --kb fails fast, in one line
         if kb_location(args.kb):
             knowledge_base = open_kb(kb_location(args.kb))
+            # as ask, serve and index: the files the knowledge base left out, one note each
+            from program.app.startup import report_left_out
+
+            report_left_out(kb_location(args.kb), knowledge_base)
         elif args.set_name in DOMAINS:  # a labeled domain is asked of its own knowledge base
             knowledge_base = open_kb(DOMAINS[args.set_name].kb_dir)
     except (CorpusError, KnowledgeBaseError, ValueError) as exc:

@@ -59,11 +59,14 @@ def test_a_bad_row_is_one_line_naming_row_and_field(tmp_path, name, text, messag
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["acme.csv", "acme.jsonl"])
-def test_evaluate_on_your_own_questions_gives_the_built_in_sets_figures(run_eval, tmp_path, name):
+def test_evaluate_on_your_own_questions_gives_the_built_in_sets_figures(run_eval, tmp_path, name, capsys):
     code, out = run_eval("--modes", "rag,crag", out="builtin")
     assert code == 0
+    (tmp_path / "notes.xyz").write_text("a file of a type the loader does not read")
     code, mine = run_eval("--modes", "rag,crag", "--kb", str(tmp_path), "--questions", str(DATA / name), out="mine")
     assert code == 0
+    # the files the knowledge base left out are named, as ask and index name them
+    assert "note: left out notes.xyz" in capsys.readouterr().err
     ours, theirs = (json.loads((d / "summary.json").read_text()) for d in (mine, out))
     assert ours["set"] == "acme" and ours["questions"] == str(DATA / name) and ours["web"] == "none"
     for mode in ("rag", "crag"):
