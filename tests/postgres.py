@@ -19,3 +19,16 @@ def start(data_dir: Path):
 def kb_url(server, table: str | None = None) -> str:
     """A knowledge-base URL on ``server``: its database, a fresh table name unless given."""
     return f"{server.get_uri()}&table={table or f'kb_{next(_tables)}'}"
+
+
+def as_an_earlier_version(url: str, *statements: str) -> None:
+    """Run ``statements`` on the knowledge base at ``url``, each with ``{t}`` its table name: a
+    table left as an earlier version of the program built it."""
+    import psycopg
+
+    from program.retrieval.postgres.url import DatabaseURL
+
+    parsed = DatabaseURL.parse(url)
+    with psycopg.connect(parsed.conninfo) as conn:
+        for statement in statements:
+            conn.execute(statement.replace("{t}", parsed.table))

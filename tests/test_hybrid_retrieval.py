@@ -20,6 +20,7 @@ from program.retrieval.lexical import LexicalIndex, tokens
 from program.retrieval.postgres import PgVectorKnowledgeBase, hybrid
 from program.retrieval.postgres.url import DatabaseURL
 from program.types import Passage
+from tests.postgres import as_an_earlier_version
 from tests.test_retrieval import SpyEmbedder, write_corpus
 
 # a term no question's embedding brings near: only the lexical index finds its chunk
@@ -162,11 +163,10 @@ def test_a_table_with_the_previous_impact_index_gets_the_covering_one_on_connect
     corpus = corpus_with_rare_term(tmp_path / "c")
     PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
     table = DatabaseURL.parse(pg_url).table
-    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the previous release left it
-        conn.execute(f'DROP INDEX "{table}_postings_by_impact"')
-        conn.execute(f'CREATE INDEX "{table}_postings_impact" ON "{table}_postings" (lexeme, impact DESC)')
-        conn.execute(f"""UPDATE "{table}_meta" SET manifest = """
-                     f"""jsonb_set(manifest, '{{lexical,format}}', '"postings-1"')""")
+    as_an_earlier_version(pg_url, 'DROP INDEX "{t}_postings_by_impact"',
+                          'CREATE INDEX "{t}_postings_impact" ON "{t}_postings" (lexeme, impact DESC)',
+                          """UPDATE "{t}_meta" SET manifest = """
+                          """jsonb_set(manifest, '{lexical,format}', '"postings-1"')""")
     with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
         with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
             assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]
@@ -185,10 +185,8 @@ def test_a_table_with_the_previous_impact_index_gets_the_covering_one_on_connect
 def test_a_table_indexed_before_hybrid_search_is_upgraded_on_connect(tmp_path, pg_url, embedder, caplog):
     corpus = corpus_with_rare_term(tmp_path / "c")
     PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
-    table = DatabaseURL.parse(pg_url).table
-    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as the release before hybrid left it
-        conn.execute(f'DROP TABLE "{table}_postings", "{table}_lexicon"')
-        conn.execute(f"""UPDATE "{table}_meta" SET manifest = manifest - 'lexical'""")
+    as_an_earlier_version(pg_url, 'DROP TABLE "{t}_postings", "{t}_lexicon"',  # as before hybrid search
+                          """UPDATE "{t}_meta" SET manifest = manifest - 'lexical'""")
     with caplog.at_level(logging.WARNING, logger="program.retrieval.postgres.store"):
         with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
             assert ids(kb.search(QUERY, k=1, mode="lexical")) == ["flags.md#0"]

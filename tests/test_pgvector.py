@@ -12,7 +12,7 @@ from program.retrieval import KnowledgeBase, KnowledgeBaseError, KnowledgeBasePr
 from program.retrieval.postgres import KnowledgeBaseUnavailable, PgVectorKnowledgeBase
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.url import DatabaseURL
-from tests.postgres import kb_url, start
+from tests.postgres import as_an_earlier_version, kb_url, start
 from tests.test_retrieval import SpyEmbedder, write_corpus
 
 pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
@@ -234,10 +234,7 @@ def test_a_pdf_chunk_keeps_its_page_in_postgres(tmp_path, pg_url, embedder):
 def test_a_table_built_before_pages_gets_its_page_column_on_open(tmp_path, pg_url, embedder):
     corpus = write_corpus(tmp_path / "c")
     PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
-    table = DatabaseURL.parse(pg_url).table
-    with psycopg.connect(DatabaseURL.parse(pg_url).conninfo) as conn:  # as an earlier version left it
-        conn.execute(f'ALTER TABLE "{table}" DROP COLUMN page')
-        conn.execute(f'ALTER TABLE "{table}_staging" DROP COLUMN page')
+    as_an_earlier_version(pg_url, 'ALTER TABLE "{t}" DROP COLUMN page', 'ALTER TABLE "{t}_staging" DROP COLUMN page')
     with KnowledgeBase.connect(pg_url, embedder) as kb:
         hit = kb.search("Which tower stands in Paris?", k=1)[0]
         assert (hit.id, hit.page) == ("kb-1#0", 0)
