@@ -40,7 +40,7 @@ CSV_COLUMNS = [
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
     "citations", "citation_recall", "citation_precision", "unsupported_sentences",
-    "draft", "draft_correct", "draft_checks", "candidate_correct",
+    "draft", "draft_correct", "draft_checks", "candidate_correct", "answered_by", "reason",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "seconds", "notes"]
@@ -106,6 +106,8 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
         confidence=getattr(res, "confidence", None),
         fallback=bool(getattr(res, "fallback", False)),
         escalated=bool(getattr(res, "escalated", False)),
+        answered_by=str(getattr(res, "answered_by", "") or ""),
+        reason=str(getattr(res, "reason", "") or ""),
         lm_calls=getattr(trace, "lm_calls", None),
         prompt_tokens=getattr(trace, "prompt_tokens", None),
         completion_tokens=getattr(trace, "completion_tokens", None),

@@ -259,6 +259,10 @@ class CRAGResult:
         declined: the best answer written when the program declined it (the fallback), else "".
         declined_because: why it was declined, one phrase ("confidence 0.31 < accept 0.50",
             "the knowledge base never mentions 'velero'", ...), else "".
+        answered_by: which answer is shown: ``draft``, ``corrected answer`` or ``stricter retry``
+            (``program.stages.verdict``); "" when declined, and for modes with no verdict.
+        reason: why this answer was given or declined, one phrase (``Verdict.reason``; equal to
+            ``declined_because`` when declined); "" for modes with no verdict.
         draft: the reader's first answer (``crag`` and ``self-crag``), before any correction.
         draft_checks: the draft's checks (``program.stages.draft.DraftEvidence`` as a dict:
             support, premise, question_coverage, token_probability, passage_score, cited, abstained).
@@ -291,6 +295,8 @@ class CRAGResult:
     draft_checks: dict = field(default_factory=dict)
     declined: str = ""
     declined_because: str = ""
+    answered_by: str = ""
+    reason: str = ""
     citations: list[Citation] = field(default_factory=list)
     sentences: list[AnswerSentence] = field(default_factory=list)
     grades: list[ChunkGrade] = field(default_factory=list)

@@ -136,7 +136,8 @@ def test_fallback_when_no_claim_survives(fake_lm):
     assert result.action is Action.CORRECT and result.retried
     assert result.fallback and result.answer == FALLBACK_ANSWER
     assert result.citations == []
-    assert "no supported claim: honest fallback" in result.trace.events
+    assert result.trace.events[-1] == "declined: no claim of the answer stands in its sources; honest fallback"
+    assert result.reason == result.declined_because == "no claim of the answer stands in its sources"
 
 
 def test_a_confident_draft_whose_words_its_passage_lacks_does_not_hold_up(fake_lm):

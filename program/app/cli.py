@@ -165,8 +165,8 @@ def _print_result(result, config, args) -> None:
     else:
         print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  "
               f"fallback: {result.fallback}")
-        if result.declined:
-            print(_declined_line(result))
+        if result.fallback or result.reason:
+            print(_verdict_line(result))
     for c in result.citations:
         print(f"[{c.number}] {c.label}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
     for s in result.sentences:
@@ -196,9 +196,13 @@ def _web_line(config, args) -> str:
     return config.backend
 
 
-def _declined_line(result) -> str:
-    """``declined (<why>): <the answer held back>``."""
-    return f"declined ({result.declined_because or 'below the operating point'}): {result.declined}"
+def _verdict_line(result) -> str:
+    """``declined (<why>): <the answer held back>`` or ``answered by the <draft|corrected answer|stricter
+    retry>: <why>`` (``program.stages.verdict``)."""
+    if result.fallback:
+        held_back = result.declined or "no answer was written"
+        return f"declined ({result.declined_because or 'below the operating point'}): {held_back}"
+    return f"answered by the {result.answered_by}: {result.reason}"
 
 
 def judges_line(report: dict) -> str:

@@ -15,7 +15,7 @@ out: the trained support judge scores, or, with no trained judge, the word-overl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import dspy
 
@@ -208,6 +208,12 @@ class Attribution:
     sentences: list[AnswerSentence] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
 
+    def summary(self) -> str:
+        """The ``cite`` step's notes: ``2 sentence(s), 2 strip(s) cited, 1 unsupported``."""
+        unsupported = sum(not s.supported for s in self.sentences)
+        return (f"{len(self.sentences)} sentence(s), {len(self.citations)} strip(s) cited"
+                + (f", {unsupported} unsupported" if unsupported else ""))
+
 
 class Attributor(dspy.Module):
     """The citing stage: ``forward(question, answer, strips) -> Attribution`` (:func:`attribute`).
@@ -226,13 +232,10 @@ class Attributor(dspy.Module):
 
 
 def cite(result: CRAGResult, answer: str, attributor: Attributor) -> CRAGResult:
-    """Set ``result.answer``, ``.sentences`` and ``.citations`` from ``answer`` over
-    ``result.strips``, in a ``cite`` step of the trace (its notes: the sentences, the strips
-    cited, the unsupported sentences; no LM call). Returns ``result``."""
+    """``result`` with its ``answer``, ``sentences`` and ``citations`` set from ``answer`` over
+    ``result.strips`` (a new ``CRAGResult``; ``result`` is left as it was), in a ``cite`` step of
+    the trace (its notes: ``Attribution.summary``; no LM call). The baselines' citing step."""
     with step(result.trace, "cite") as cost:
         out = attributor(question=result.question, answer=answer, strips=result.strips)
-        result.answer, result.sentences, result.citations = out.answer, out.sentences, out.citations
-        unsupported = sum(not s.supported for s in result.sentences)
-        cost.notes = (f"{len(result.sentences)} sentence(s), {len(result.citations)} strip(s) cited"
-                      + (f", {unsupported} unsupported" if unsupported else ""))
-    return result
+        cost.notes = out.summary()
+    return replace(result, answer=out.answer, sentences=out.sentences, citations=out.citations)

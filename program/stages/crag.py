@@ -21,8 +21,8 @@ from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_
 from program.lm.adapter import inputs_as_data
 from program.lm.configure import CRITIQUE_CONFIG
 from program.retrieval.fusion import fuse_passages
-from program.stages.attribution import Attributor, cite
-from program.stages.decision import Decider, Decision, holds_up, unmentioned_reason
+from program.stages.attribution import Attribution, Attributor
+from program.stages.decision import Decider, Decision, unmentioned_reason
 from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, check_draft
 from program.stages.evaluator import RetrievalEvaluator
 from program.stages.generation import AnswerGenerator
@@ -32,6 +32,7 @@ from program.stages.selfcheck import ClaimChecker, is_abstention, strip_citation
 from program.stages.settings import DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND, CRAGSettings  # noqa: F401 - public here too
 from program.stages.stale import is_set_aside, set_aside_stale
 from program.stages.usefulness import UsefulnessJudge
+from program.stages.verdict import SELF_CHECK, VERIFY, Checked, Corrected, Verdict, chosen, claim_check, verdict
 from program.stages.web_path import WebSearcher
 from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correction, CRAGResult, Passage, Strip,
                            Trace)
@@ -79,11 +80,13 @@ class CRAG(dspy.Module):
            (AMBIGUOUS: plus the draft's cited passages), and the answer of higher confidence kept;
            a question naming what the knowledge base never writes skips it when no web is
            configured (searching the same documents again cannot find the name);
-        5. an answer below ``accept`` is **declined** (``FALLBACK_ANSWER``, ``result.fallback``);
-        6. crag: an answer below ``accept + verify_band`` has every claim checked against its
-           cited strips, unsupported claims dropped, the fallback when none remains;
-           self-crag: every answer so, with one stricter retry for unsupported claims (kept
-           only when its claims hold up at least as well); then citations.
+        5. the **claim check** of the answer kept (``program.stages.verdict.claim_check``): crag
+           checks an answer below ``accept + verify_band``, self-crag every answer, with one
+           stricter retry for unsupported claims (kept only when its claims hold up at least as well);
+        6. the **verdict** (``program.stages.verdict.verdict``, one pure function of the values
+           above): an answer that does not hold up, or whose claims all fail, is declined
+           (``FALLBACK_ANSWER``, ``result.fallback``, the reason in ``result.reason``); otherwise
+           it is given without its unsupported claims, and cited. The result is built once from it.
 
     Edge behaviour: an abstaining draft has confidence 0 and goes to the correction; a
     correction that finds nothing leaves the draft's confidence to decide. A question that
@@ -170,47 +173,78 @@ class CRAG(dspy.Module):
                 return self._forward(question, trace)
             except CapReached as cap:  # bounded work (program.guards.caps): stop with the honest fallback
                 trace.note(f"stopped: {cap}; honest fallback")
-                return CRAGResult(question=question, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode)
+                return CRAGResult(question=question, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode,
+                                  declined_because=f"stopped: {cap}", reason=f"stopped: {cap}")
             finally:
                 trace.caps_hit.extend(guard.caps_hit)
 
     def _forward(self, question: str, trace: Trace) -> CRAGResult:
         if self.decide_retrieval and not self._needs_retrieval(question, trace):
             return self._answer_closed_book(question, trace)
+        passages, grades, unknown = self._retrieve(question, trace)
+        draft = self._write(question, self._read(question, passages, grades, trace, "refine"), grades, trace,
+                            "draft", unknown)
+        decision = self._decide(draft, grades, trace)
+        corrected = None if decision.action is Action.CORRECT else self._correct(question, passages, draft, decision,
+                                                                               grades, trace, unknown)
+        checked = self._check(question, chosen(draft, corrected), trace)
+        outcome = verdict(draft, decision, corrected, checked, self.settings)
+        return self._result(question, outcome, draft, grades, corrected, trace)
+
+    def _retrieve(self, question: str, trace: Trace) -> tuple[list[Passage], list[ChunkGrade], set[str]]:
+        """``(passages, grades, unknown names)``: retrieval, the instruction filter, the cheap judges."""
         with step(trace, "retrieve"):
             passages = self.knowledge_base.search(question, self.settings.k)
         passages = self._set_aside(passages, trace)
         unknown = self._unknown_names(question, trace)
-        grades = self._evaluate(question, passages, trace, "evaluate")
-        draft = self._write(question, self._read(question, passages, grades, trace, "refine"), grades, trace,
-                            "draft", unknown)
-        decision = self._decide(draft, grades, trace)
+        return passages, self._evaluate(question, passages, trace, "evaluate"), unknown
 
-        result = CRAGResult(question=question, answer=FALLBACK_ANSWER, action=decision.action, grades=grades,
-                            trace=trace, mode=self.mode, draft=draft.answer, confidence=draft.confidence,
-                            draft_checks=asdict(draft.evidence))
-        best = draft
+    def _correct(self, question: str, passages: list[Passage], draft: Draft, decision: Decision,
+                 grades: list[ChunkGrade], trace: Trace, unknown: set[str]) -> Corrected:
+        """CRAG's correction and the answer written again from what it found (AMBIGUOUS: with the
+        draft's cited strips). A question naming what the knowledge base never writes skips it when
+        no web is configured: searching the same documents again cannot find the name."""
         if draft.evidence.unmentioned and self.web_searcher.backend is None:
-            # searching the knowledge base again cannot find a name it never writes
-            trace.note(f"{unmentioned_reason(draft.evidence.unmentioned)} and no web is configured: no correction")
-        elif decision.action is not Action.CORRECT:
-            correction = self._correct(question, passages, trace)
-            result.corrected_grades = correction.grades
-            kept = draft.cited_strips() if decision.action is Action.AMBIGUOUS else []
-            context = kept + correction.strips
-            if correction.strips:
-                again = self._write(question, context, grades + correction.grades, trace, "generate", unknown)
-                best = max((draft, again), key=lambda a: a.confidence)
-                trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: "
-                           f"kept the {'corrected answer' if best is again else 'draft'}")
-        result.strips, result.confidence = best.strips, best.confidence
-        if not holds_up(best.evidence, best.confidence, self.settings.accept):
-            return self._decline(result, best)
-        if self.settings.self_check:
-            return self._check_claims(result, best.answer)
-        if best.confidence < self.settings.accept + self.settings.verify_band:
-            return self._verify(result, best.answer)
-        return cite(result, best.answer, self.attributor)
+            skipped = f"{unmentioned_reason(draft.evidence.unmentioned)} and no web is configured: no correction"
+            trace.note(skipped)
+            return Corrected(skipped=skipped)
+        correction = self._search_again(question, passages, trace)
+        if not correction.strips:
+            return Corrected(correction)
+        kept = draft.cited_strips() if decision.action is Action.AMBIGUOUS else []
+        again = self._write(question, kept + correction.strips, grades + correction.grades, trace, "generate", unknown)
+        trace.note(f"draft {draft.confidence:.2f}, corrected answer {again.confidence:.2f}: kept the "
+                   f"{'corrected answer' if chosen(draft, Corrected(correction, again)) is again else 'draft'}")
+        return Corrected(correction, again)
+
+    def _check(self, question: str, answer: Draft, trace: Trace) -> Checked | None:
+        """The claim check ``claim_check`` gives ``answer``: crag's ``_verify``, self-crag's
+        ``_check_claims``, or none."""
+        kind = claim_check(answer, self.settings)
+        if kind == VERIFY:
+            return self._verify(question, answer, trace)
+        return self._check_claims(question, answer, trace) if kind == SELF_CHECK else None
+
+    def _result(self, question: str, outcome: Verdict, draft: Draft, grades: list[ChunkGrade],
+                corrected: Corrected | None, trace: Trace) -> CRAGResult:
+        """The ``CRAGResult`` of ``outcome``, built once: the answer cited when one is given."""
+        trace.note(outcome.note())
+        cited = None if outcome.fallback else self._cite(question, outcome, trace)
+        return CRAGResult(
+            question=question, answer=cited.answer if cited else outcome.answer, action=outcome.action,
+            confidence=outcome.confidence, draft=draft.answer, draft_checks=asdict(draft.evidence),
+            declined=outcome.declined, declined_because=outcome.reason if outcome.fallback else "",
+            answered_by=outcome.answered_by, reason=outcome.reason,
+            citations=cited.citations if cited else [], sentences=cited.sentences if cited else [],
+            grades=grades, strips=outcome.strips, claims=outcome.claims, fallback=outcome.fallback,
+            retried=outcome.retried, usefulness=outcome.usefulness, trace=trace, mode=self.mode,
+            corrected_grades=corrected.correction.grades if corrected else [])
+
+    def _cite(self, question: str, outcome: Verdict, trace: Trace) -> Attribution:
+        with step(trace, "cite") as cost:
+            out = self.attributor(question=question, answer=outcome.answer, strips=outcome.strips)
+            cost.notes = out.summary()
+        return out
 
     def _write(self, question: str, strips: list[Strip], grades: list[ChunkGrade], trace: Trace,
                name: str, unknown: set[str] = frozenset()) -> Draft:
@@ -239,16 +273,6 @@ class CRAG(dspy.Module):
             cost.notes = decision.summary()
         trace.note(decision.summary())
         return decision
-
-    def _decline(self, result: CRAGResult, best: Draft) -> CRAGResult:
-        why = ("no answer was written" if best.abstained else
-               unmentioned_reason(best.evidence.unmentioned) if best.evidence.unmentioned else
-               f"confidence {best.confidence:.2f} < accept {self.settings.accept:.2f}"
-               if best.confidence < self.settings.accept else
-               f"support {best.evidence.support:.2f}: its own words are not in its passage")
-        result.trace.note(f"declined: {why}; honest fallback")
-        result.fallback, result.declined, result.declined_because = True, best.answer, why
-        return result
 
     def _unknown_names(self, question: str, trace: Trace) -> set[str]:
         """The question's names (``asked_names``) that the knowledge base never writes."""
@@ -332,7 +356,7 @@ class CRAG(dspy.Module):
                 trace.note(f"{g.passage_id}: {g.explanation}")
         return grades
 
-    def _correct(self, question: str, passages: list[Passage], trace: Trace) -> Correction:
+    def _search_again(self, question: str, passages: list[Passage], trace: Trace) -> Correction:
         """CRAG's knowledge correction, one round (§4.3): rewrite in the knowledge base's
         vocabulary, search the knowledge base again and the web, judge what was found. New
         knowledge-base passages are read as the draft's were (``_read``); web pages are refined
@@ -385,80 +409,65 @@ class CRAG(dspy.Module):
             cost.notes = report.note
         return report.kept
 
-    def _verify(self, result: CRAGResult, answer: str) -> CRAGResult:
+    def _verify(self, question: str, answer: Draft, trace: Trace) -> Checked:
         """crag's claim check of an answer near the operating point: Self-RAG's IsSup over its
-        claims against the strips they cite (§3.1), unsupported claims dropped, the fallback
-        when none stands. No retry: that and IsUse are self-crag's (``_check_claims``)."""
-        with step(result.trace, "verify") as cost:
-            claims = self.checker(question=result.question, answer=answer, strips=result.strips)
-            cost.notes = (f"confidence {result.confidence:.2f} < accept {self.settings.accept:.2f} + band "
+        claims against the strips they cite (§3.1). No retry: that and IsUse are self-crag's
+        (``_check_claims``)."""
+        with step(trace, VERIFY) as cost:
+            claims = self.checker(question=question, answer=answer.answer, strips=answer.strips)
+            cost.notes = (f"confidence {answer.confidence:.2f} < accept {self.settings.accept:.2f} + band "
                           f"{self.settings.verify_band:.2f}: {sum(c.support != 'no' for c in claims)} of {len(claims)} "
                           "claim(s) supported")
-        return self._finalise(result, answer, claims)
+        return Checked(VERIFY, answer.answer, claims)
 
-    def _check_claims(self, result: CRAGResult, answer: str) -> CRAGResult:
+    def _check_claims(self, question: str, chosen_answer: Draft, trace: Trace) -> Checked:
         """Self-RAG's IsSup over the chosen answer's claims against the same evidence, the
         capped stricter retry for unsupported ones, and IsUse (§3.1)."""
-        question, strips, trace = result.question, result.strips, result.trace
-        with step(trace, "self-check"):
+        answer, strips = chosen_answer.answer, chosen_answer.strips
+        with step(trace, SELF_CHECK):
             claims = self.checker(question=question, answer=answer, strips=strips)
+        checked = Checked(SELF_CHECK, answer, claims)
         retries = self.settings.max_retries
         for _ in range(self.settings.max_retries):
-            unsupported = [c.text for c in claims if c.support == "no"]
+            unsupported = [c.text for c in checked.claims if c.support == "no"]
             if not unsupported:
                 break
             trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
-            answer, claims = self._retry(result, unsupported, answer, claims)
+            checked = self._retry(question, strips, unsupported, checked, trace)
             retries -= 1
         # Self-RAG's IsUse: an answer that does not address the question gets the same capped retry
         threshold = self.usefulness.threshold(self.settings.lower)
         if self.usefulness.judges is not None:
             with step(trace, "usefulness") as cost:
-                result.usefulness = self.usefulness(question=question, answer=answer)
-                cost.notes = f"usefulness={result.usefulness} (threshold {threshold})"
-        if 0 <= result.usefulness < threshold and retries > 0 and not is_abstention(answer):
-            trace.note(f"usefulness {result.usefulness} below {threshold}: stricter retry")
-            answer, claims = self._retry(result, [f"{strip_citations(answer)} (does not answer the question)"],
-                                         answer, claims)
-        return self._finalise(result, answer, claims)
+                checked = replace(checked, usefulness=self.usefulness(question=question, answer=checked.answer))
+                cost.notes = f"usefulness={checked.usefulness} (threshold {threshold})"
+        if 0 <= checked.usefulness < threshold and retries > 0 and not is_abstention(checked.answer):
+            trace.note(f"usefulness {checked.usefulness} below {threshold}: stricter retry")
+            checked = self._retry(question, strips, [f"{strip_citations(checked.answer)} (does not answer the "
+                                                     "question)"], checked, trace)
+        return checked
 
-    def _retry(self, result: CRAGResult, unsupported: list[str], answer: str,
-               claims: list[Claim]) -> tuple[str, list[Claim]]:
-        """The capped stricter regeneration and its self-check: ``(answer, claims)``.
+    def _retry(self, question: str, strips: list[Strip], unsupported: list[str], checked: Checked,
+               trace: Trace) -> Checked:
+        """The capped stricter regeneration and its self-check.
 
-        The retry replaces ``answer`` only when its claims hold up at least as well
+        The retry replaces the checked answer only when its claims hold up at least as well
         (``support_rank``); Self-RAG keeps the output its critique ranks best (§3.3), and a
         stricter prompt on a 1.5B model often writes a worse answer than the first."""
-        result.retried = True
-        with step(result.trace, "generate-strict"):
+        checked = replace(checked, retried=True)
+        with step(trace, "generate-strict"):
             try:
-                retried = self.generator(question=result.question, strips=result.strips, unsupported=unsupported)
+                retried = self.generator(question=question, strips=strips, unsupported=unsupported)
             except UNREADABLE_OUTPUT as exc:
-                result.trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); "
-                                  "the first answer stands")
-                return answer, claims
-        with step(result.trace, "self-check-retry"):
-            retried_claims = self.checker(question=result.question, answer=retried, strips=result.strips)
-        if support_rank(retried_claims) < support_rank(claims):
-            result.trace.note(f"the stricter retry held up less ({support_rank(retried_claims)} < "
-                              f"{support_rank(claims)}): the first answer stands")
-            return answer, claims
-        return retried, retried_claims
-
-    def _finalise(self, result: CRAGResult, answer: str, claims: list[Claim]) -> CRAGResult:
-        for claim in claims:
-            claim.kept = claim.support != "no"
-        result.claims = claims
-        kept = [c for c in claims if c.kept]
-        if not kept:
-            result.fallback, result.declined = True, answer
-            result.declined_because = "no claim of the answer stands in its sources"
-            result.trace.note("no supported claim: honest fallback")
-            return result
-        if len(kept) < len(claims):
-            answer = " ".join(c.text + "".join(f" [{n}]" for n in c.cited) for c in kept)
-            result.trace.note(f"dropped {len(claims) - len(kept)} unsupported claim(s)")
-        return cite(result, answer, self.attributor)
+                trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); the first answer stands")
+                return checked
+        with step(trace, "self-check-retry"):
+            retried_claims = self.checker(question=question, answer=retried, strips=strips)
+        if support_rank(retried_claims) < support_rank(checked.claims):
+            trace.note(f"the stricter retry held up less ({support_rank(retried_claims)} < "
+                       f"{support_rank(checked.claims)}): the first answer stands")
+            return checked
+        return replace(checked, answer=retried, claims=retried_claims, retry_kept=True)
 
 
 def support_rank(claims: list[Claim]) -> tuple[int, float]:

@@ -113,7 +113,8 @@ function onResult(r) {
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
   const flags = [];
   flags.push(`confidence ${fmt(r.confidence)}`);
-  if (r.fallback) flags.push(r.declined ? `declined (${r.declined_because || "below the operating point"}): the best answer written was "${r.declined}"` : "nothing reliable remained: the honest fallback");
+  if (r.fallback) flags.push(r.declined ? `declined (${r.declined_because || "below the operating point"}): the best answer written was "${r.declined}"` : `nothing reliable remained: the honest fallback${r.declined_because ? ` (${r.declined_because})` : ""}`);
+  else if (r.answered_by) flags.push(`answered by the ${r.answered_by}: ${r.reason}`);
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
   flags.push(...unsupported);
