@@ -35,7 +35,7 @@ class Domain:
         kb_words: the (min, max) words per document.
         verbatim: whether strips and evidence must be copied verbatim from ``kb/`` (the newer
             domains; the help centre mixes in PopQA text).
-        trains: whether its train rows train the judges (``program.judges.adapt``); False for a
+        trains: whether its train rows train the judges (``program.adaptation.adapt``); False for a
             domain kept for measuring only, whose labels no judge ever sees.
     """
 

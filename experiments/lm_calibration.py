@@ -93,13 +93,13 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
     """
     from eval_sets.domains import DOMAINS, load_rows
     from optimize.eval_data import stratified_sample
-    from program.judges.pairs import chunk_key
-    from program.judges.train import auc
+    from optimize.training.pairs import chunk_key
+    from program.adaptation.calibrate import auc
     from program.app import resources
     from program.app.compiled import STATE_FILE, load_state
     from program.judges.adapted import load_adapted
-    from program.judges.store import load_judges
     from program.judges.judgments import PASSAGE
+    from program.judges.store import load_judges
     from program.stages.crag import CRAG
 
     kb = resources.knowledge_base(DOMAINS[name].kb_dir)

@@ -6,7 +6,7 @@ The trained judges read cheap signals (``program.judges.features``): cosine, nam
 overlap, hashed answer-type word pairs. On the documentation domains, left out, they are near
 chance (``experiments.transfer``). A judge "that reads meaning" could read the all-MiniLM-L6-v2
 vectors themselves. This probe fits a logistic regression on four feature sets, for each labeled
-domain three ways (its labels out; out plus its documents' own rows, ``program.judges.synthetic_rows``;
+domain three ways (its labels out; out plus its documents' own rows, ``program.adaptation.synthetic_rows``;
 in), and reports ROC AUC on its measured rows (the transfer run's rows: test queries' top-5 chunks;
 strip and support rows of the test split where the domain has them, else dev):
 
@@ -43,7 +43,7 @@ JUDGMENTS = tuple(j.name for j in TRAINED)
 
 def _with_text(pairs):
     """The rows of ``pairs`` that hold their texts (labeled grading rows do not)."""
-    from program.judges.pairs import Pairs
+    from program.adaptation.pairs import Pairs
 
     out = Pairs(cues=None)
     for i, t in enumerate(pairs.texts):
@@ -92,26 +92,27 @@ def collect(log=print) -> dict:
     its documents' rows (``<name>:docs``) and its measured rows (``<name>:measured``)."""
     from eval_sets.domains import DOMAINS, load_rows
     from eval_sets.popqa import load_questions
-    from program.judges import pairs as jd
-    from program.judges.synthetic_rows import document_source
+    from optimize.training.pairs import adversarial_passage_pairs, popqa_passage_pairs
+    from program.adaptation.pairs import adversarial_strip_pairs, support_rows_pairs
+    from program.adaptation.synthetic_rows import document_source
     from program.app import resources
 
     embedder = resources.embedder()
-    data = {"popqa": {PASSAGE.name: jd.popqa_passage_pairs(load_questions(split="train"), resources.knowledge_base())}}
+    data = {"popqa": {PASSAGE.name: popqa_passage_pairs(load_questions(split="train"), resources.knowledge_base())}}
     for name in DOMAINS:
         kb = resources.knowledge_base(DOMAINS[name].kb_dir)
         log(f"{name}: pairs")
         split = {kind: "test" if load_rows(name, kind, "test") else "dev" for kind in (STRIP.rows, SUPPORT.rows)}
-        data[name] = {PASSAGE.name: jd.adversarial_passage_pairs(load_rows(name, PASSAGE.rows, "train"),
+        data[name] = {PASSAGE.name: adversarial_passage_pairs(load_rows(name, PASSAGE.rows, "train"),
                                                               load_rows(name, "queries", "train"), kb, embedder),
-                      STRIP.name: jd.adversarial_strip_pairs(load_rows(name, STRIP.rows, "train"), embedder),
-                      SUPPORT.name: jd.support_rows_pairs(load_rows(name, SUPPORT.rows, "train"), embedder)}
+                      STRIP.name: adversarial_strip_pairs(load_rows(name, STRIP.rows, "train"), embedder),
+                      SUPPORT.name: support_rows_pairs(load_rows(name, SUPPORT.rows, "train"), embedder)}
         own = document_source(f"{name} (documents)", kb, embedder, log=log)
         data[f"{name}:docs"] = {PASSAGE.name: own.passage, STRIP.name: own.strip, SUPPORT.name: own.support}
         data[f"{name}:measured"] = {
-            PASSAGE.name: jd.adversarial_passage_pairs([], load_rows(name, "queries", "test"), kb, embedder),
-            STRIP.name: jd.adversarial_strip_pairs(load_rows(name, STRIP.rows, split[STRIP.rows]), embedder),
-            SUPPORT.name: jd.support_rows_pairs(load_rows(name, SUPPORT.rows, split[SUPPORT.rows]), embedder)}
+            PASSAGE.name: adversarial_passage_pairs([], load_rows(name, "queries", "test"), kb, embedder),
+            STRIP.name: adversarial_strip_pairs(load_rows(name, STRIP.rows, split[STRIP.rows]), embedder),
+            SUPPORT.name: support_rows_pairs(load_rows(name, SUPPORT.rows, split[SUPPORT.rows]), embedder)}
     return {src: {j: _with_text(p) for j, p in judged.items()} for src, judged in data.items()}
 
 
@@ -121,7 +122,7 @@ def probe(data: dict, embedder, log=print) -> dict:
     from sklearn.preprocessing import StandardScaler
 
     from eval_sets.domains import DOMAINS
-    from program.judges.train import auc
+    from program.adaptation.calibrate import auc
 
     vectors = _Vectors(embedder)
     feats = {src: {j: features(p, vectors, j) for j, p in judged.items() if len(p)} for src, judged in data.items()}

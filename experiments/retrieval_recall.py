@@ -9,7 +9,7 @@ No LM runs unless ``--rewrite-with-lm``. Rows: the labeled domains' queries (hel
 Kubernetes, handbook; ``eval_sets.domains.load_rows(name, "queries", split)``, those with
 ``relevant_chunk_ids``) of every split, and PopQA's train (the first ``--popqa-train``) and dev
 questions, a chunk relevant when it names the subject and states an answer
-(``program.judges.pairs``). Each knowledge base is the program's own faiss index of the domain
+(``optimize.training.pairs``). Each knowledge base is the program's own faiss index of the domain
 (reused from the cache; its BM25 index is added on first use).
 
 1. For every row, the dense and the lexical ranking of its question (top 100 each), and the
@@ -63,7 +63,7 @@ def domain_rows(name: str) -> list[dict]:
 def popqa_rows(kb, train_limit: int) -> list[dict]:
     """PopQA train (first ``train_limit``) and dev questions with at least one relevant chunk of ``kb``."""
     from eval_sets.popqa import load_questions
-    from program.judges.pairs import names_subject, states_answer
+    from optimize.training.pairs import names_subject, states_answer
 
     out = []
     for split, questions in (("train", load_questions(limit=train_limit, split="train")),
@@ -189,7 +189,7 @@ def markdown(groups: list[dict], modes: list[str], split: str) -> str:
 def collect(args) -> tuple[list[dict], dict]:
     """Every row with its dense and lexical rankings, and the knowledge bases by domain."""
     from eval_sets.domains import domain
-    from program.judges.pairs import chunk_key
+    from optimize.training.pairs import chunk_key
     from program.app import resources
 
     rows, kbs = [], {}
@@ -234,7 +234,7 @@ def main(argv=None) -> int:
         wanted = [r for r in rows if r["split"] in args.rewrite_splits.split(",")
                   and args.rewrite_category in (None, r["category"])]
         rewrites = write_rewrites_with_lm(wanted, kbs, args.rewrites, rewrites)
-    from program.judges.pairs import chunk_key
+    from optimize.training.pairs import chunk_key
     for name, kb in kbs.items():
         add_rewrites([r for r in rows if r["domain"] == name], kb, chunk_key if name != "popqa" else (lambda i: i),
                      rewrites, fusion)

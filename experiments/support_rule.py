@@ -6,7 +6,7 @@ One rule now decides both (``decide_support``: the better of the two). This stud
 both rules, and word overlap alone, on the rows the compile reports the support judge on, with
 the committed judges and no LM call:
 
-- PopQA ``dev`` claims (``program.judges.pairs.popqa_claims``, 458 rows labeled ``fully`` /
+- PopQA ``dev`` claims (``optimize.training.pairs.popqa_claims``, 458 rows labeled ``fully`` /
   ``no``): right when the claim is kept (``partially`` or ``fully``) exactly when it is supported;
 - the help centre's ``dev`` support rows (68, labeled ``fully`` / ``partially`` / ``no``):
   right when the verdict equals the label.
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     # lazy on purpose: loading the PopQA knowledge base and the embedder is the study's cost, not --help's
     from eval_sets import adversarial
     from eval_sets.popqa import load_questions
+    from optimize.training.pairs import popqa_claims
     from program.app import resources
-    from program.judges.pairs import popqa_claims
 
     judges = load_judges(args.compiled)
     judges = replace(judges, embedder=resources.embedder())

@@ -4,11 +4,11 @@
 [--out reports/judge-transfer]``
 
 For each domain the judges are compiled twice from the repository's training rows
-(``program.judges.sources.fit_judges``): with every source (*labels in*) and with every source but
+(``program.adaptation.fit.fit_judges``): with every source (*labels in*) and with every source but
 that domain (*labels out*: its documents are still searched, its labels are neither trained nor
 calibrated on, so its thresholds are the defaults a new knowledge base gets), and, for the labeled
 domains, *adapted*: labels out plus the rows its own documents give with no labels
-(``program.judges.synthetic_rows``: heading questions kept when retrieval ranks their source chunk first,
+(``program.adaptation.synthetic_rows``: heading questions kept when retrieval ranks their source chunk first,
 ARES-style; MiniCheck-style support rows), which also calibrate its thresholds. All are measured on
 the same rows of that domain:
 
@@ -41,18 +41,22 @@ from pathlib import Path
 
 import numpy as np
 
-from program.judges import pairs as jd
-from program.judges import train as tj
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT
+from optimize.training.pairs import (adversarial_passage_pairs, popqa_passage_pairs, popqa_strip_pairs,
+                                     popqa_support_pairs)
+from optimize.training.train import confusion
+from program.adaptation.calibrate import action_of, auc, f1, group_runs, popqa_expected, question_best, support_accuracy
+from program.adaptation.fit import pair_scores
+from program.adaptation.pairs import Pairs, adversarial_strip_pairs, support_rows_pairs
 from program.atomic import write_atomic
+from program.judges.judgments import PASSAGE, STRIP, SUPPORT
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
 DEFAULT_OUT = Path("reports/judge-transfer")
 
 
-def _top3_best(pairs: jd.Pairs, scores) -> dict[str, float]:
-    top3 = [i < 3 for g in tj._runs(pairs.groups) for i in range(g)]
-    return tj.question_best([g for g, k in zip(pairs.groups, top3) if k], [s for s, k in zip(scores, top3) if k])
+def _top3_best(pairs: Pairs, scores) -> dict[str, float]:
+    top3 = [i < 3 for g in group_runs(pairs.groups) for i in range(g)]
+    return question_best([g for g, k in zip(pairs.groups, top3) if k], [s for s, k in zip(scores, top3) if k])
 
 
 def _component_split(name: str, kind: str) -> str:
@@ -66,24 +70,24 @@ def measure_domain(judges, name: str, kb, embedder) -> dict:
     from eval_sets.domains import load_rows
 
     queries = load_rows(name, "queries", "test")
-    pairs = jd.adversarial_passage_pairs([], queries, kb, embedder)
-    scores = tj.pair_scores(judges, PASSAGE, pairs)
+    pairs = adversarial_passage_pairs([], queries, kb, embedder)
+    scores = pair_scores(judges, PASSAGE, pairs)
     t = judges.thresholds_for(kb)
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     best = _top3_best(pairs, scores)
-    actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    actions = {q: action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
     strip_split, support_split = _component_split(name, STRIP.rows), _component_split(name, SUPPORT.rows)
-    strips = jd.adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
-    strip_scores = tj.pair_scores(judges, STRIP, strips)
-    support = jd.support_rows_pairs(load_rows(name, SUPPORT.rows, support_split), embedder)
-    support_scores = tj.pair_scores(judges, SUPPORT, support)
+    strips = adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
+    strip_scores = pair_scores(judges, STRIP, strips)
+    support = support_rows_pairs(load_rows(name, SUPPORT.rows, support_split), embedder)
+    support_scores = pair_scores(judges, SUPPORT, support)
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
-        "passage_auc": tj.auc(pairs.labels, scores),
-        "strip_f1": tj.f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
-        "support_accuracy": tj.support_accuracy(support.targets, support_scores, judges.thresholds["support_partially"],
+        "passage_auc": auc(pairs.labels, scores),
+        "strip_f1": f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
+        "support_accuracy": support_accuracy(support.targets, support_scores, judges.thresholds["support_partially"],
                                                 judges.thresholds["support_fully"]),
-        "confusion": tj._confusion(expected, actions),
+        "confusion": confusion(expected, actions),
         "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
                        "support_partially": judges.thresholds["support_partially"],
                        "support_fully": judges.thresholds["support_fully"]},
@@ -97,24 +101,24 @@ def measure_popqa(judges, kb, embedder) -> dict:
     from eval_sets.popqa import load_questions
 
     dev_q = load_questions(split="dev")
-    pairs = jd.popqa_passage_pairs(dev_q, kb)
-    scores = tj.pair_scores(judges, PASSAGE, pairs)
+    pairs = popqa_passage_pairs(dev_q, kb)
+    scores = pair_scores(judges, PASSAGE, pairs)
     best = _top3_best(pairs, scores)
-    _, expected, _ = tj.popqa_expected(pairs.groups, pairs.labels, scores)
+    _, expected, _ = popqa_expected(pairs.groups, pairs.labels, scores)
     t = judges.thresholds_for(kb)
-    actions = {q: tj.action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
-    strips = jd.popqa_strip_pairs(dev_q, kb, embedder)
-    strip_scores = tj.pair_scores(judges, STRIP, strips)
-    claims = jd.popqa_support_pairs(dev_q, kb, embedder)
-    claim_scores = tj.pair_scores(judges, SUPPORT, claims)
+    actions = {q: action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    strips = popqa_strip_pairs(dev_q, kb, embedder)
+    strip_scores = pair_scores(judges, STRIP, strips)
+    claims = popqa_support_pairs(dev_q, kb, embedder)
+    claim_scores = pair_scores(judges, SUPPORT, claims)
     lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
     kept = (lexical == 1.0) | (claim_scores >= judges.thresholds["support_partially"])
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
-        "passage_auc": tj.auc(pairs.labels, scores),
-        "strip_f1": tj.f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
+        "passage_auc": auc(pairs.labels, scores),
+        "strip_f1": f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
         "support_accuracy": round(float((kept == np.asarray(claims.labels, bool)).mean()), 4),
-        "confusion": tj._confusion(expected, actions),
+        "confusion": confusion(expected, actions),
         "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
                        "support_partially": judges.thresholds["support_partially"],
                        "support_fully": judges.thresholds["support_fully"]},
@@ -133,10 +137,11 @@ def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0
     its ``max_pairs``, ``time_cap`` and ``epochs``) and report its action accuracy and passage AUC.
     Returns ``{domain: figures}``."""
     from eval_sets.domains import DOMAINS, load_rows
-    from program.judges.sources import domain_source, fit_judges, popqa_source
-    from program.judges.lm_questions import write_questions
-    from program.judges.synthetic_rows import document_source
     from experiments.train_cross_encoder import cross_encoder_figures
+    from optimize.training.sources import domain_source, popqa_source
+    from program.adaptation.fit import fit_judges
+    from program.adaptation.lm_questions import write_questions
+    from program.adaptation.synthetic_rows import document_source
     from program.app import resources
 
     embedder = resources.embedder()
@@ -165,7 +170,7 @@ def run_transfer(domains: list[str], questions: int = 0, time_cap: float = 600.0
                               "thresholds": {v: figures[v]["thresholds"] for v in variants},
                               "trained_on": {v: [s.name for s in srcs] for v, srcs in variants.items()}})
         if cross_encoder and name != "popqa":
-            strips = jd.adversarial_strip_pairs(load_rows(name, "strips", _component_split(name, "strips")), embedder)
+            strips = adversarial_strip_pairs(load_rows(name, "strips", _component_split(name, "strips")), embedder)
             summary[name]["cross_encoder_adapted"] = cross_encoder_figures(variants["adapted"], own_rows, name,
                                                                            kbs[name], embedder, strips=strips,
                                                                            log=log, **(cross_encoder_options or {}))

@@ -12,7 +12,7 @@ default compile leaves the LM's sampled words on their fixed bands). The program
 state and a manifest go to ``compiled/`` (``program.app.compiled.save_compiled``).
 
 ``--kb PATH_OR_URL`` adapts the trained judges to that knowledge base from its own documents
-instead (``program.judges.adapt``), saved under ``compiled/adapted/``.
+instead (``program.adaptation.adapt``), saved under ``compiled/adapted/``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
 from optimize.judge_choice import choose, popqa_lm_rows  # noqa: E402
 from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
-from program.judges.train import train_judges  # noqa: E402
+from optimize.training.sources import labeled_sources, sources_stamp  # noqa: E402
+from optimize.training.train import train_judges  # noqa: E402
+from program.adaptation.labeled import save_labeled  # noqa: E402
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,  # noqa: E402
                                   save_compiled)
 from program.app.resources import embedder, knowledge_base  # noqa: E402
@@ -86,7 +88,7 @@ SPECS = [
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
     PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, extra_labeled=2),
 ]
-KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (program.judges.train)
+KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (optimize.training.train)
 
 
 def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
@@ -242,7 +244,7 @@ def measure_refinement(judges, out) -> None:
 
 
 def build_judges(adversarial_kb):
-    """Train the judges (``program.judges.train``) on the PopQA knowledge base and ``adversarial_kb``."""
+    """Train the judges (``optimize.training.train``) on the PopQA knowledge base and ``adversarial_kb``."""
     return train_judges(knowledge_base(), adversarial_kb, embedder())
 
 
@@ -324,7 +326,9 @@ def judges_data_hash() -> str:
     from eval_sets import popqa
 
     root = Path(__file__).resolve().parent.parent
-    code = sorted((root / "program" / "judges").glob("*.py"))  # features, pairs and training live there
+    # features and judges, their fitting and calibration, and the compile's training
+    code = [p for folder in ("program/judges", "program/adaptation", "optimize/training")
+            for p in sorted((root / folder).glob("*.py"))]
     digest = hashlib.sha256(data_hash().encode())
     for path in [popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH, *code]:
         digest.update(Path(path).name.encode() + Path(path).read_bytes())
@@ -385,7 +389,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "keep the state, figures and thresholds saved in --out")
     parser.add_argument("--kb", help="adapt the judges to this knowledge base (a corpus file or folder, or a "
                                      "postgresql:// URL) from its own documents, and save them beside --out; "
-                                     "the predictors are not recompiled (program.judges.adapt)")
+                                     "the predictors are not recompiled (program.adaptation.adapt)")
     parser.add_argument("--leave-out", default="", help="with --kb: labeled domains whose labels are not learned "
                                                         "from (comma-separated; e.g. kubernetes, to measure it)")
     parser.add_argument("--questions", type=int, default=None,
@@ -519,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.kb:
-        from program.judges.adapt import main_for_kb
+        from optimize.training.sources import main_for_kb
 
         return main_for_kb(args, parser)
     only = _only(args, parser)
@@ -556,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     code = _save(args, judges, program, manifest)
     if code == 0 and trained:
         measure_refinement(judges, args.out)
+        # what ``program index`` adapts the judges from, without reading eval_sets/ (program.adaptation.labeled)
+        print(f"saved {save_labeled(labeled_sources(), args.out, sources_stamp(()))}")
     return code
 
 

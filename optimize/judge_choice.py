@@ -73,7 +73,7 @@ def strip_candidates(judges: JudgeSet, rows) -> dict:
         kept["trained"].append(score >= keep)
         kept["cascade"].append(lm_kept if JudgeChoice("cascade").asks_lm(score) else score >= keep)
         labels.append(bool(example.relevant))
-    from program.judges.train import f1
+    from program.adaptation.calibrate import f1
 
     return {k: f1(labels, v) for k, v in kept.items()}
 
@@ -100,7 +100,7 @@ def support_candidates(judges: JudgeSet, rows, kept_only: bool = False) -> dict:
 
 def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dict:
     """The LM's rows on PopQA ``dev`` for the three judgments, labeled as the judges' training
-    pairs are (``program.judges.pairs``): ``n`` passages, ``n`` strips and ``n`` claims
+    pairs are (``optimize.training.pairs``): ``n`` passages, ``n`` strips and ``n`` claims
     (``popqa_claims``), half relevant or supported, from a seeded sample of dev questions;
     one LM call each (a claim word overlap already calls ``fully`` needs none).
 
@@ -111,7 +111,7 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
     import dspy
 
     from eval_sets.popqa import load_questions
-    from program.judges.pairs import names_subject, popqa_claims, states_answer
+    from optimize.training.pairs import names_subject, popqa_claims, states_answer
     from program.lm.configure import CRITIQUE_CONFIG
     from program.stages.refine import decompose
 

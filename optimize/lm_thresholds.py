@@ -27,7 +27,8 @@ import time
 
 import dspy
 
-from program.judges.train import _confusion, action_of, calibrate_actions
+from optimize.training.train import confusion
+from program.adaptation.calibrate import action_of, calibrate_actions
 from program.judges.store import corpus_key
 from program.stages.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 
@@ -72,7 +73,7 @@ def query_scores(grader, queries: list[dict], knowledge_base, max_chars: int = 7
 
 def _separation(best: dict[str, float], expected: dict[str, str]) -> float:
     """ROC AUC of the best score between queries expected CORRECT and INCORRECT."""
-    from program.judges.train import auc
+    from program.adaptation.calibrate import auc
 
     ids = [q for q in best if expected[q] in ("correct", "incorrect")]
     return auc([expected[q] == "correct" for q in ids], [best[q] for q in ids])
@@ -104,7 +105,7 @@ def calibrate_lm_thresholds(grader, knowledge_base, train: list[dict], dev: list
         right = sum(predicted[q] == expected[q] for q in dev_scores)
         return {**chosen, "dev_questions": len(dev_scores),
                 "dev_action_accuracy": round(right / max(1, len(dev_scores)), 4),
-                "dev_confusion": _confusion({q: expected[q] for q in dev_scores}, predicted),
+                "dev_confusion": confusion({q: expected[q] for q in dev_scores}, predicted),
                 "dev_auc": _separation(dev_scores, expected)}
 
     words = figures("words")

@@ -7,7 +7,7 @@ both as the program runs it: for each labeled PopQA question, its top-``k`` know
 passages, scored by the compiled passage judge, refined by ``KnowledgeRefiner`` with the
 compiled strip judge. A strip *answers* when it names the question's subject (or follows a
 passage about it with a pronoun) and states a gold answer: the labels the strip judge is
-trained on (``program.judges.pairs.popqa_strip_pairs``).
+trained on (``optimize.training.pairs.popqa_strip_pairs``).
 
 ``compiled/refinement.json`` records the figures and ``refine_passages`` (recall at least
 90 %: ``program.app.refinement``), which ``load_compiled`` gives the program. The documentation
@@ -26,7 +26,7 @@ import argparse
 import re
 import sys
 
-from program.judges.pairs import names_subject, states_answer
+from optimize.training.pairs import names_subject, states_answer
 from program.judges.judgments import PASSAGE
 from program.judges.store import corpus_key, load_judges
 from program.stages.refine import KnowledgeRefiner, decompose

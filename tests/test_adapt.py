@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from program.judges.adapt import adapt_judges
-from program.judges.synthetic_rows import document_source
+from program.adaptation.adapt import adapt_judges
+from program.adaptation.synthetic_rows import document_source
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.store import corpus_key
@@ -171,7 +171,7 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, m
     fake_lm.rules[WriteQuestion] = _first_sentence
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: SimpleNamespace(copy=lambda **kw: fake_lm))
-    monkeypatch.setattr("program.judges.adapt.labeled_sources", lambda leave_out, embedder, log=print: [other_source])
+    monkeypatch.setattr("program.adaptation.adapt.load_labeled", lambda directory, leave_out=(): [other_source])
     folder = Path(kbs[0].manifest["source_path"])
     assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--compiled", str(compiled)]) == 0
     out = capsys.readouterr().out
@@ -211,7 +211,7 @@ def _without_headings(folder: Path, docs: list[Path]) -> Path:
 
 
 def test_how_many_questions_the_documents_decide(kbs, tmp_path, embedder):
-    from program.judges.adapt import AUTO_QUESTIONS, AUTO_TIME_CAP, DEFAULT_TIME_CAP, questions_to_write
+    from program.adaptation.adapt import AUTO_QUESTIONS, AUTO_TIME_CAP, DEFAULT_TIME_CAP, questions_to_write
     from program.retrieval import KnowledgeBase
 
     assert questions_to_write(kbs[0], None, None) == (0, DEFAULT_TIME_CAP, None)  # headings to ask from
@@ -235,7 +235,7 @@ def test_index_adapts_a_knowledge_base_without_headings_from_written_questions(
     fake_lm.rules[WriteQuestion] = _first_sentence
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: SimpleNamespace(copy=lambda **kw: fake_lm))
-    monkeypatch.setattr("program.judges.adapt.labeled_sources", lambda leave_out, embedder, log=print: [other_source])
+    monkeypatch.setattr("program.adaptation.adapt.load_labeled", lambda directory, leave_out=(): [other_source])
     compiled = tmp_path / "compiled"
     shutil.copytree(ROOT / "compiled", compiled, ignore=shutil.ignore_patterns("adapted"))
     folder = _without_headings(tmp_path / "plain", DOCS[:12])

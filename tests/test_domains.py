@@ -152,7 +152,7 @@ def test_one_query_of_a_domain_runs_through_the_program(name, fake_lm, tmp_path,
 
 
 def test_a_measuring_domain_trains_no_judge():
-    from program.judges.adapt import labeled_files
+    from optimize.training.sources import labeled_files
 
     assert domain("owasp").trains is False
     files = labeled_files(())
@@ -162,8 +162,11 @@ def test_a_measuring_domain_trains_no_judge():
 
 def test_the_labeled_pairs_cache_is_keyed_by_the_labels_and_the_code():
     # the stamp hashed paths under program/ that do not exist, so new labels or code reused stale pairs
-    from program.judges.adapt import ADAPT_CODE, ROOT, labeled_files
+    from optimize.training.sources import ROOT, SOURCES_CODE, labeled_files
+    from program.adaptation.adapt import adapt_code
 
     names = {f.relative_to(ROOT).as_posix() for f in labeled_files(())}
     assert "eval_sets/kubernetes/queries.jsonl" in names and "eval_sets/handbook/support.jsonl" in names
-    assert all((ROOT / p).is_file() for p in ADAPT_CODE)
+    assert all((ROOT / p).is_file() for p in SOURCES_CODE)
+    adapting = {p.relative_to(ROOT).as_posix() for p in adapt_code()}
+    assert {"program/adaptation/adapt.py", "program/adaptation/fit.py", "program/judges/features.py"} <= adapting

@@ -114,13 +114,13 @@ def test_an_unexplained_function_import_is_found(tmp_path):
 
 
 def test_the_program_top_level_holds_only_shared_modules():
-    """The program's parts live in packages (stages, judges, retrieval, web, lm, guards, app); at the
+    """The program's parts live in packages (stages, judges, adaptation, retrieval, web, lm, guards, app); at the
     top only what every part shares: the typed objects between stages, text helpers, paths,
     environment flags and atomic writes."""
     top = sorted(f.name for f in (ROOT / "program").glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "paths.py", "text.py", "types.py"]
     packages = sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file())
-    assert packages == ["app", "guards", "judges", "lm", "retrieval", "stages", "web"]
+    assert packages == ["adaptation", "app", "guards", "judges", "lm", "retrieval", "stages", "web"]
 
 
 def outside_imports(package: Path, banned: tuple[str, ...]) -> list[str]:
@@ -135,10 +135,11 @@ def outside_imports(package: Path, banned: tuple[str, ...]) -> list[str]:
     return sorted(out)
 
 
-def test_the_program_never_imports_the_compile_or_the_studies():
-    """``program/`` is the library an app loads; the compile (``optimize/``) and the studies
-    (``experiments/``) build on it, never the other way round."""
-    assert outside_imports(ROOT / "program", ("optimize", "experiments")) == []
+def test_the_program_never_imports_the_compile_the_studies_or_the_labeled_sets():
+    """``program/`` is the library an app loads, what runs at ``ask``, ``serve`` and ``index`` time;
+    the compile and the judges' training (``optimize/``), the studies (``experiments/``) and the
+    labeled sets (``eval_sets/``) build on it, never the other way round."""
+    assert outside_imports(ROOT / "program", ("optimize", "experiments", "eval_sets")) == []
 
 
 def test_the_compile_never_imports_the_studies():
@@ -151,3 +152,8 @@ def test_a_planted_outside_import_is_found(tmp_path):
     (package / "a.py").write_text("import json\n\n\ndef f():\n"
                                   "    from optimize.adapt import x  # why: planted\n    return x\n")
     assert outside_imports(package, ("optimize",)) == ["pkg/a.py: optimize.adapt"]
+
+
+def test_the_judges_package_holds_no_training():
+    judges = {f.stem for f in (ROOT / "program" / "judges").glob("*.py")}
+    assert not judges & {"train", "pairs", "sources", "adapt", "synthetic_rows", "lm_questions", "cross_encoder"}

@@ -126,8 +126,9 @@ def test_the_compile_measures_the_support_candidates_by_the_programs_rule():
 def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
     # what a new judgment needs: features, a Signature, a record with its example; here a toy
     # one whose feature is whether the passage holds the question's numbers
+    from optimize.training.train import fit_from_rows
+    from program.adaptation.fit import trained_set
     from program.judges.judgments import Judgment, passage_cosines
-    from program.judges.train import fit_from_rows, trained_set
     from program.text import numbers
     from signatures import GradeRetrieval
     from tests.test_judges import WordEmbedder

@@ -102,7 +102,8 @@ def test_evaluate_answers_from_the_kb_flag(corpus, pg_url, fake_lm, tmp_path, mo
 
 
 def test_a_pgvector_knowledge_base_lists_its_chunks_for_adaptation(corpus, pg_url, embedder):
-    """``chunks`` reads every live chunk, as the faiss knowledge base holds them (``program.judges.adapt`` reads it)."""
+    """``chunks`` reads every live chunk, as the faiss knowledge base holds them (``program.adaptation.adapt``
+    reads it)."""
     from program.retrieval import KnowledgeBase
     from program.retrieval.postgres import PgVectorKnowledgeBase
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from program.judges.pairs import Pairs
 from experiments.probe_embeddings import _Vectors, features
+from program.adaptation.pairs import Pairs
 
 AXES = {"q": [1, 0, 0], "a": [1, 0, 0], "b": [0, 1, 0], "c": [0.6, 0.8, 0]}
 

@@ -7,28 +7,29 @@ import random
 import numpy as np
 import pytest
 
-from program.judges import pairs as jd
-from program.judges.train import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
+from optimize.training.pairs import chunk_key, names_subject, popqa_support_pairs, states_answer
+from program.adaptation.calibrate import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
+from program.adaptation.pairs import perturb
 
 
 def test_states_answer_needs_whole_words():
-    assert jd.states_answer("He was a Honduran journalist.", ["journalist", "journo"])
-    assert not jd.states_answer("He was a photojournalist.", ["journalist"])
+    assert states_answer("He was a Honduran journalist.", ["journalist", "journo"])
+    assert not states_answer("He was a photojournalist.", ["journalist"])
 
 
 def test_names_subject_needs_the_last_name():
-    assert jd.names_subject("Espinal was born in Yoro.", "Herlyn Espinal")
-    assert not jd.names_subject("Herlyn was born in Yoro.", "Herlyn Espinal")
+    assert names_subject("Espinal was born in Yoro.", "Herlyn Espinal")
+    assert not names_subject("Herlyn was born in Yoro.", "Herlyn Espinal")
 
 
 def test_chunk_key_matches_the_labels_spelling():
-    assert jd.chunk_key("decline-codes.md#2") == "decline-codes#2"
-    assert jd.chunk_key("kb/fees.md#0") == "fees#0"
+    assert chunk_key("decline-codes.md#2") == "decline-codes#2"
+    assert chunk_key("kb/fees.md#0") == "fees#0"
 
 
 def test_perturbations_change_a_name_a_number_and_the_negation():
     sentence = "Olaf Holtedahl was a Norwegian geologist born in 1885 in Kristiania."
-    variants = dict((kind, claim) for claim, kind in jd.perturb(sentence, ["Bergen"], random.Random(0)))
+    variants = dict((kind, claim) for claim, kind in perturb(sentence, ["Bergen"], random.Random(0)))
     assert set(variants) == {"name", "number", "negation"}
     assert "Bergen" in variants["name"] and "1885" not in variants["number"]
     assert variants["negation"].startswith("Olaf Holtedahl was not a Norwegian")
@@ -90,12 +91,12 @@ def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
                   "subject": "Gyula Czimra", "possible_answers": ["Budapest"]},
                  {"id": "popqa-2", "question": "In what city was Anna Berg born?", "relation": "place of birth",
                   "subject": "Anna Berg", "possible_answers": ["Oslo"]}]
-    pairs = jd.popqa_support_pairs(questions, kb, WordEmbedder())
+    pairs = popqa_support_pairs(questions, kb, WordEmbedder())
     # only the first question's subject has an answering strip; its claims: the gold answer
     # (supported), another question's answer (Oslo), the gold answer against strips without it
     assert pairs.groups == ["popqa-1"] * 3
     assert pairs.labels == [1, 0, 0]
-    from program.judges.pairs import support_pair_features  # noqa: F401 - rows are its features
+    from program.adaptation.pairs import support_pair_features  # noqa: F401 - rows are its features
     from program.judges.features import SUPPORT_NAMES
 
     lexical = [row[SUPPORT_NAMES.index("lexical_verdict")] for row in pairs.dense]
@@ -103,7 +104,7 @@ def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
 
 
 def test_support_thresholds_weigh_the_popqa_claims_too():
-    from program.judges.train import calibrate_support_sets
+    from program.adaptation.calibrate import calibrate_support_sets
 
     targets, scores = [1.0, 0.5, 0.0], np.array([0.9, 0.5, 0.1])
     # PopQA claims: supported ones score .3-.4, wrong ones .2: "partially" must sit at or below .3

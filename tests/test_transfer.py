@@ -8,7 +8,8 @@ import pytest
 
 from eval_sets.domains import DOMAINS, load_rows
 from experiments import transfer
-from program.judges.sources import domain_source, fit_judges
+from optimize.training.sources import domain_source
+from program.adaptation.fit import fit_judges
 
 pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
 
@@ -68,7 +69,7 @@ def test_an_unknown_domain_exits_2(capsys):
 
 
 def test_a_knowledge_base_gives_training_rows_of_itself(help_centre, embedder):
-    from program.judges.synthetic_rows import document_source, heading_questions
+    from program.adaptation.synthetic_rows import document_source, heading_questions
 
     kb, _ = help_centre
     asked = heading_questions(kb, max_questions=40)
@@ -94,7 +95,7 @@ def _first_sentence(inputs):
 
 
 def test_written_questions_are_kept_the_ares_way_and_cached(help_centre, fake_lm, tmp_path):
-    from program.judges.lm_questions import write_questions
+    from program.adaptation.lm_questions import write_questions
     from signatures import WriteQuestion
 
     kb, _ = help_centre
@@ -109,7 +110,7 @@ def test_written_questions_are_kept_the_ares_way_and_cached(help_centre, fake_lm
 
 
 def test_question_writing_stops_at_its_time_cap(help_centre, fake_lm, tmp_path):
-    from program.judges.lm_questions import write_questions
+    from program.adaptation.lm_questions import write_questions
     from signatures import WriteQuestion
 
     kb, _ = help_centre
@@ -120,7 +121,7 @@ def test_question_writing_stops_at_its_time_cap(help_centre, fake_lm, tmp_path):
 
 
 def test_the_cross_encoder_learns_a_pair_and_names_a_bad_call():
-    from program.judges.cross_encoder import CrossEncoderJudge
+    from experiments.cross_encoder import CrossEncoderJudge
 
     judge = CrossEncoderJudge(max_length=64)
     relevant = ("How long do refunds take?", "Refunds appear within 5-10 business days.")
@@ -136,15 +137,15 @@ def test_the_cross_encoder_learns_a_pair_and_names_a_bad_call():
 
 
 def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
-    from program.judges import pairs as jd
-    from program.judges.sources import SourcePairs
     from experiments.train_cross_encoder import training_pairs
+    from program.adaptation.fit import SourcePairs
+    from program.adaptation.pairs import Pairs
 
     def source(name, n):
-        pairs = jd.Pairs()
+        pairs = Pairs()
         for i in range(n):
             pairs.add([0.0], [], i % 2, f"{name}-{i}", text=(f"{name} q{i}", "p"))
-        return SourcePairs(name, None, pairs, jd.Pairs(), jd.Pairs(cues=None))
+        return SourcePairs(name, None, pairs, Pairs(), Pairs(cues=None))
 
     pairs, labels = training_pairs([source("popqa", 50), source("kubernetes", 8)], max_pairs=20)
     assert len(pairs) == 20 and sum(q.startswith("kubernetes") for q, _ in pairs) == 8
@@ -152,7 +153,7 @@ def test_cross_encoder_rows_keep_the_domains_and_sample_popqa():
 
 
 def test_a_paraphrased_answer_finds_the_strip_that_holds_it():
-    from program.judges.lm_questions import answer_sentence
+    from program.adaptation.lm_questions import answer_sentence
 
     chunk = ("A Pod is evicted when the node runs short of memory. The kubelet waits for the grace period. "
              "Images are garbage collected when disk usage exceeds 85 percent.")

@@ -185,15 +185,15 @@ def _print_result(result, config, args) -> None:
 
 
 def _web_line(config, args) -> str:
-    """Which web the corrective path had, and why: ``none (the default for a knowledge base of
-    your own; --web NAME adds one)``, ``snapshot (the offline PopQA pages)``, ..."""
-    if config.backend == "none":
-        why = "--web none" if args.web else ("CRAG_WEB" if os.environ.get("CRAG_WEB") else
-                                             "the default for a knowledge base of your own; --web NAME adds one")
-        return f"none ({why})"
+    """Which web the corrective path had, and why (``startup.web_choice``): ``none (the default for a
+    knowledge base of your own; --web NAME adds one)``, ``snapshot (the offline PopQA pages)``, ..."""
+    # lazy on purpose, as in _ask: startup loads the web backends
+    from program.app.startup import web_choice
+
+    why = web_choice(args)[1]
     if config.backend == "snapshot":
-        return f"snapshot ({config.snapshot_path or 'the offline PopQA pages'})"
-    return config.backend
+        return f"snapshot ({config.snapshot_path or 'the offline PopQA pages'}; {why})"
+    return f"{config.backend} ({why})"
 
 
 def _verdict_line(result) -> str:
@@ -277,7 +277,7 @@ def _index(args) -> int:
 
 
 def _adapt(args, kb) -> int:
-    """After indexing: adapt the compile's judges to ``kb`` from its documents (``program.judges.adapt``),
+    """After indexing: adapt the compile's judges to ``kb`` from its documents (``program.adaptation.adapt``),
     unless ``--no-adapt``; reused while the documents are unchanged. 0, or 2 with one line."""
     # lazy on purpose: dspy loads only when indexing is done
     from program.app.compiled import COMPILED_DIR, has_compiled
@@ -290,7 +290,7 @@ def _adapt(args, kb) -> int:
         print(f"note: no compiled program in {compiled}: no judges to adapt", file=sys.stderr)
         return 0
     # lazy on purpose: the training code (sklearn, the labeled sources) loads only when adapting
-    from program.judges.adapt import adapt_and_report, questions_to_write
+    from program.adaptation.adapt import adapt_and_report, questions_to_write
 
     questions = questions_to_write(kb, args.questions, args.time_cap)[0]
     code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
@@ -308,8 +308,8 @@ def _reader_demo(args, kb, compiled: Path, written: int) -> int:
     the ``written`` questions that adapted the judges, else from a few written for it (one LM
     call each). 0, or 2 with one line."""
     # lazy on purpose: the question writer and the LM load only here
-    from program.judges.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
-    from program.judges.lm_questions import write_questions
+    from program.adaptation.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
+    from program.adaptation.lm_questions import write_questions
     from program.judges.adapted import adapted_dir
     from program.judges.reader_demo import reader_demo, save_reader_demo
 
@@ -339,8 +339,8 @@ def _operating_point(args, kb, compiled: Path, written: int) -> int:
     to write questions (no ``--questions``), fewer drafts within a time cap keep ``index`` within
     minutes. 0, or 2 with one line."""
     # lazy on purpose: the question writer, the compiled program and the LM load only when questions were written
-    from program.judges.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
-    from program.judges.lm_questions import write_questions
+    from program.adaptation.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
+    from program.adaptation.lm_questions import write_questions
     from program.app.configuration import load_compiled
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import save_operating_point, set_operating_point

@@ -26,13 +26,23 @@ from program.web.registry import build_backend
 
 
 def web_config(args):
-    """The ``WebConfig`` the flags and environment ask for (flags win); with neither ``--web`` nor
-    ``$CRAG_WEB``, the knowledge base's default (``resources.default_web``: the snapshot for
-    PopQA, no web for a user's own). Raises ValueError for a bad value."""
-    backend = args.web or (None if os.environ.get("CRAG_WEB")
-                           else resources.default_web(resources.kb_location(args.kb)))
+    """The ``WebConfig`` the flags and environment ask for (``web_choice``). Raises ValueError for a bad value."""
+    return web_choice(args)[0]
+
+
+def web_choice(args) -> tuple:
+    """``(WebConfig, why)``: the web the flags and environment ask for (flags win) and which of them
+    chose it: ``--web NAME``, ``CRAG_WEB``, or, with neither, the knowledge base's default
+    (``resources.default_web``: the snapshot for PopQA, no web for a user's own), said so.
+    Raises ValueError for a bad value."""
+    default = resources.default_web(resources.kb_location(args.kb))
+    backend = args.web or (None if os.environ.get("CRAG_WEB") else default)
+    why = (f"--web {args.web}" if args.web else "CRAG_WEB" if os.environ.get("CRAG_WEB") else
+           "the default for a knowledge base of your own; --web NAME adds one" if default == "none" else
+           "the default for the PopQA knowledge base")
     return WebConfig.from_env(backend=backend, searx_url=args.searx_url, allowed_domains=args.web_allow,
-                              blocked_domains=args.web_block, allow_private=True if args.allow_private_urls else None)
+                              blocked_domains=args.web_block,
+                              allow_private=True if args.allow_private_urls else None), why
 
 
 def check_setup(args):

@@ -6,10 +6,9 @@ Each judgment that scores text against a question or a claim has one contract: a
 measures all three on dev labels, and records which one each judgment uses. Each judgment is
 one record (``judgments``): its Signature, features, labeled rows and candidates.
 
-The training lives here too, so that ``program index`` adapts the judges to a knowledge base
-without the compile: ``pairs`` (labeled rows to features), ``train`` (fit and calibrate),
-``sources`` (the labeled sources), ``synthetic_rows`` and ``lm_questions`` (rows a knowledge base
-gives of itself, ARES §3) and ``adapt`` (all of it for one knowledge base).
+No training lives here: the compile trains the judges (``optimize.training``), and ``program
+index`` adapts them to a knowledge base (``program.adaptation``, from the labeled pairs the compile
+saved and the rows the knowledge base gives of itself, ARES §3).
 """
 
 from program.judges.model import LinearJudge

@@ -2,7 +2,7 @@
 
 ARES (Saad-Falcon et al. 2024, §3) fits its judges per domain from questions written for the
 domain's own passages. ``python -m optimize.compile --kb PATH`` (or ``python -m program index``)
-does that here (``program.judges.adapt``) and saves the result under the knowledge base's
+does that here (``program.adaptation.adapt``) and saves the result under the knowledge base's
 ``corpus_key``: the sha256 of its files' hashes, so a changed document makes another key and the
 old judges are no longer picked. ``load_compiled`` picks the adapted judges whenever their
 knowledge base is the one in use; other knowledge bases get the compile's own judges.

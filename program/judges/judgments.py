@@ -13,7 +13,7 @@ Every other module names a judgment by its record (``who_judges(judges, STRIP)``
 ``judges.score(PASSAGE, ...)``); the name strings live here only. Adding a judgment is a features
 function (``program.judges.features``), a Signature (``signatures/``), a record in ``JUDGMENTS``
 with its ``example``, and its labeled rows (``eval_sets/adversarial``): ``python -m
-program.judges.train`` then trains it, and ``judges.score(RECORD, ...)`` scores it.
+optimize.training.train`` then trains it, and ``judges.score(RECORD, ...)`` scores it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class Judgment:
             or None when it has its own.
         example: ``example(row) -> (items, label)``: one labeled row of ``rows`` as ``inputs``'
             items and its truth. A judgment that has it is trained on those rows alone
-            (``program.judges.train.fit_from_rows``, its keep threshold the best F1's); the three
-            above have none: their pairs come from several sources (``program.judges.pairs``).
+            (``optimize.training.train.fit_from_rows``, its keep threshold the best F1's); the three
+            above have none: their pairs come from several sources (``optimize.training.pairs``).
     """
 
     name: str
@@ -94,7 +94,7 @@ def strip_inputs(question: str, strip: str, cosine: float, source,
         passage_cosine: the source passage's cosine with the question (``judged_text``).
 
     A web page's sentence is about the page's subject, so it is read with the page's title,
-    as the page is (``judged_text``). Training (``program.judges.pairs``) builds its rows here too.
+    as the page is (``judged_text``). Training (``optimize.training.pairs``) builds its rows here too.
     """
     context = judged_text(source) if source is not None else strip
     text = judged_text(replace(source, text=strip)) if source is not None else strip

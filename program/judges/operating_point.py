@@ -5,7 +5,7 @@ CRAG declines an answer whose confidence (``program.stages.draft``) is below its
 questions written for it, Saad-Falcon et al. 2024 §3.1; the threshold the way selective QA picks
 one for a target coverage, Kamath et al. 2020):
 
-- *answerable*: questions the LM wrote for sampled chunks (``program.judges.lm_questions``; kept when
+- *answerable*: questions the LM wrote for sampled chunks (``program.adaptation.lm_questions``; kept when
   retrieval ranks their chunk first); ``accept`` is the confidence below which ``decline`` of
   their drafts fall (default 0.1: about one answerable question in ten declined);
 - *look-alikes*: the same questions with a number changed or a name swapped for one the

@@ -7,7 +7,7 @@ and without any demo it says the context does not answer most questions it could
 (``docs/lab/2026-12-05-greedy-confidence.md``). DSPy's few-shot demos are examples of the task
 on the task's own data (DSPy, Khattab et al. 2023); ``program index`` writes one for each knowledge
 base from a question the LM wrote for one of its chunks, kept the ARES way (its chunk ranked
-first and holding its answer, ``program.judges.lm_questions.judge_row``):
+first and holding its answer, ``program.adaptation.lm_questions.judge_row``):
 
 - *context*: up to ``CONTEXT_STRIPS`` knowledge strips of that chunk around the answering one,
   numbered as the reader sees its context;
@@ -38,7 +38,7 @@ def reader_demo(kb, rows: list[dict]) -> dict | None:
 
     Args:
         kb: the knowledge base the rows were written for (its ``chunks``).
-        rows: ``program.judges.lm_questions.write_questions`` rows (``question``, ``answer_sentence``,
+        rows: ``program.adaptation.lm_questions.write_questions`` rows (``question``, ``answer_sentence``,
             ``chunk_id``, ``kept``).
 
     Returns:

@@ -81,7 +81,7 @@ class JudgeSet:
             knowledge base's dev rows; ``corpus`` is the key in use (``for_knowledge_base``).
         figures: the compile's dev figures, for the manifest and the trace.
         adapted: empty for the compile's judges; for judges adapted to one knowledge base from its
-            own documents (``program.judges.adapt``), what they were built from: ``corpus`` (its
+            own documents (``program.adaptation.adapt``), what they were built from: ``corpus`` (its
             ``corpus_key``), ``name``, ``documents``, ``chunks``, ``rows``, ``sources``,
             ``seconds``, ``date`` and the ``stamp`` a rerun compares.
         embedder: ``encode(list[str]) -> np.ndarray`` of L2-normalised rows, set when loaded.

@@ -19,8 +19,8 @@ from psycopg import sql
 from program.retrieval.base import IndexNotFoundError
 from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
-from program.retrieval.mentions import forms, searchable
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode
+from program.retrieval.mentions import forms, searchable
 from program.retrieval.postgres import hybrid, postings, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import index_corpus
@@ -162,7 +162,7 @@ class PgVectorKnowledgeBase:
     @property
     def chunks(self) -> list[Chunk]:
         """Every live chunk, read now, by file and position: what adapting the judges to this
-        knowledge base reads (``program.judges.adapt``), as it reads a faiss knowledge base's ``chunks``."""
+        knowledge base reads (``program.adaptation.adapt``), as it reads a faiss knowledge base's ``chunks``."""
         rows = self._db.run(lambda c: c.execute(sql.SQL(
             "SELECT chunk_id, doc_id, text, title, url, heading, source_path, page FROM {t} "
             "ORDER BY source_file, position")

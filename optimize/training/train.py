@@ -1,10 +1,11 @@
 """Train the small judges, calibrate their thresholds on ``train``, report them on ``dev``.
 
-``python -m program.judges.train [--out compiled]`` runs this step alone; ``python -m
+``python -m optimize.training.train [--out compiled]`` runs this step alone; ``python -m
 optimize.compile`` runs it before compiling the prompts. Seeded, from the repository alone:
 PopQA ``train`` questions and knowledge base, the adversarial set's ``train`` rows, and
 synthetic support pairs made from PopQA ``train`` documents, and claims made from PopQA
-``train`` questions' own strips (``program.judges.pairs``).
+``train`` questions' own strips (``optimize.training.pairs``). The fitting and calibrating
+are ``program.adaptation`` 's, which ``program index`` adapts the judges with.
 
 Thresholds are calibrated on out-of-fold scores of the training rows (5 folds grouped by
 question), never on the rows a figure is reported on:
@@ -19,7 +20,6 @@ question), never on the rows a figure is reported on:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -30,35 +30,16 @@ import numpy as np
 from eval_sets import adversarial
 from eval_sets.adversarial import KB_DIR
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
+from optimize.training import pairs as jd
+from program.adaptation.calibrate import (GRID, action_of, auc, calibrate_actions, calibrate_support_sets, f1,
+                                          group_runs, popqa_expected, question_best, support_accuracy)
+from program.adaptation.fit import (LABELED_SUPPORT_WEIGHT, POPQA_CLAIM_WEIGHT, fit_judge, out_of_fold, pair_scores,
+                                    trained_set)
 from program.app import resources
 from program.app.resources import web_backend
-from program.judges import JudgeChoice, JudgeSet, LinearJudge, save_judges
-from program.judges import pairs as jd
+from program.judges import JudgeSet, LinearJudge, save_judges
 from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED, Judgment
 from program.judges.store import corpus_key
-
-GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
-LABELED_SUPPORT_WEIGHT = 10.0
-POPQA_CLAIM_WEIGHT = 3.0
-SEED = 0
-
-
-def fit_judge(judgment: Judgment, pairs: jd.Pairs, c=1.0, weights: np.ndarray | None = None) -> LinearJudge:
-    """``judgment``'s trained judge, fitted on ``pairs`` (its features, cue pairs when the pairs
-    have them, 0/1 labels; ``weights`` per row, default equal).
-
-    Raises:
-        ValueError: a single label class, or mismatched lengths (``LinearJudge.fit``)."""
-    dense, labels = pairs.arrays()
-    return LinearJudge.fit(judgment.name, list(judgment.feature_names), dense, labels, pairs.cues, c=c,
-                           sample_weight=weights, seed=SEED)
-
-
-def trained_set(fitted: dict[Judgment, LinearJudge], **fields) -> JudgeSet:
-    """A ``JudgeSet`` of the ``fitted`` judges, each deciding its judgment (``JudgeChoice("trained")``)
-    until the compile measures otherwise; ``fields``: the rest of ``JudgeSet``'s (thresholds, ...)."""
-    return JudgeSet({j.name: judge for j, judge in fitted.items()},
-                    choices={j.name: JudgeChoice("trained") for j in fitted}, **fields)
 
 
 def fit_from_rows(judgment: Judgment, rows: list[dict], encode) -> tuple[LinearJudge, float]:
@@ -79,123 +60,6 @@ def fit_from_rows(judgment: Judgment, rows: list[dict], encode) -> tuple[LinearJ
     oof = out_of_fold(judgment, pairs)
     keep = max(GRID, key=lambda t: (f1(pairs.labels, oof >= t), -abs(t - 0.5)))
     return fit_judge(judgment, pairs), keep
-
-
-def pair_scores(judges: JudgeSet, judgment: Judgment, pairs: jd.Pairs) -> np.ndarray:
-    """``judgment``'s trained scores in [0, 1] for already-featurised ``pairs`` (one per row)."""
-    judge = judges.judges[judgment.name]
-    cues = pairs.cues if pairs.cues is not None else [None] * len(pairs)
-    return np.array([judge.score(d, c) for d, c in zip(pairs.dense, cues)])
-
-
-def out_of_fold(judgment: Judgment, pairs: jd.Pairs, folds: int = 5, c=1.0,
-                weights: np.ndarray | None = None) -> np.ndarray:
-    """Scores of each training row from a judge trained on the other folds (grouped by question)."""
-    name, names = judgment.name, list(judgment.feature_names)
-    groups = sorted(set(pairs.groups))
-    fold_of = {g: i % folds for i, g in enumerate(np.random.default_rng(SEED).permutation(groups))}
-    scores = np.zeros(len(pairs))
-    dense, labels = pairs.arrays()
-    for f in range(folds):
-        test = np.array([fold_of[g] == f for g in pairs.groups])
-        if test.all() or not test.any() or len(set(labels[~test])) < 2:
-            continue
-        cues = [c_ for c_, t in zip(pairs.cues, test) if not t] if pairs.cues is not None else None
-        judge = LinearJudge.fit(name, names, dense[~test], labels[~test], cues, c=c, seed=SEED,
-                                sample_weight=None if weights is None else weights[~test])
-        for i in np.flatnonzero(test):
-            scores[i] = judge.score(dense[i], pairs.cues[i] if pairs.cues is not None else None)
-    return scores
-
-
-def auc(labels, scores) -> float:
-    """ROC AUC of ``scores`` (floats) against ``labels`` (0/1), 4 digits; NaN with one class only."""
-    from sklearn.metrics import roc_auc_score  # why: sklearn loads only when a figure is measured
-
-    return round(float(roc_auc_score(labels, scores)), 4) if len(set(labels)) == 2 else float("nan")
-
-
-def f1(labels, kept) -> float:
-    labels, kept = np.asarray(labels, bool), np.asarray(kept, bool)
-    tp = (labels & kept).sum()
-    return round(float(2 * tp / (labels.sum() + kept.sum())), 4) if labels.sum() + kept.sum() else 1.0
-
-
-def action_of(best: float, lower: float, upper: float) -> str:
-    return "correct" if best >= upper else "incorrect" if best < lower else "ambiguous"
-
-
-def question_best(groups, scores) -> dict:
-    best: dict = {}
-    for g, s in zip(groups, scores):
-        best[g] = max(best.get(g, 0.0), float(s))
-    return best
-
-
-def calibrate_actions(best: dict, expected: dict) -> dict:
-    """Grid-search ``(lower, upper)`` for the best action accuracy of ``best`` (question ->
-    highest top-3 score) against ``expected`` (question -> correct | ambiguous | incorrect);
-    ties go to the narrower band."""
-
-    def accuracy(lower, upper):
-        return float(np.mean([action_of(best.get(q, 0.0), lower, upper) == a for q, a in expected.items()]))
-
-    lower, upper = max(((lo, up) for lo, up in itertools.product(GRID, GRID) if lo <= up),
-                       key=lambda p: (round(accuracy(*p), 4), -abs(p[1] - p[0])))
-    return {"lower": lower, "upper": upper, "train_action_accuracy": round(accuracy(lower, upper), 4),
-            "train_questions": len(expected)}
-
-
-def popqa_expected(groups, labels, scores, recall: float = 0.95) -> tuple[dict, dict, float]:
-    """PopQA's action labels from passage labels: ``correct`` when a top-3 passage is
-    relevant, else ``incorrect`` (PopQA has no ambiguous label). Also the ``lower`` bound
-    that keeps ``recall`` of the relevant passages usable (score >= lower).
-
-    Returns ``(best score per question, expected action per question, lower)``."""
-    top3 = [i < 3 for g in _runs(groups) for i in range(g)]
-    best, relevant = {}, {}
-    for g, label, score, top in zip(groups, labels, scores, top3):
-        if top:
-            best[g] = max(best.get(g, 0.0), float(score))
-            relevant[g] = relevant.get(g, False) or bool(label)
-    positives = sorted(float(s) for s, label in zip(scores, labels) if label)
-    lower = max([t for t in GRID if np.mean([p >= t for p in positives]) >= recall] or [GRID[0]])
-    return best, {g: "correct" if r else "incorrect" for g, r in relevant.items()}, lower
-
-
-def calibrate_support(targets, scores) -> tuple[float, float, float]:
-    """``(partially, fully, accuracy)`` thresholds for the best three-way verdict accuracy."""
-    targets = np.asarray(targets)
-    best = (0.35, 0.5, -1.0)
-    for lo, hi in itertools.product(GRID, GRID):
-        if lo > hi:
-            continue
-        verdicts = np.where(scores >= hi, 1.0, np.where(scores >= lo, 0.5, 0.0))
-        acc = float((verdicts == targets).mean())
-        if acc > best[2]:
-            best = (lo, hi, acc)
-    return best
-
-
-def support_accuracy(targets, scores, lo, hi) -> float:
-    verdicts = np.where(np.asarray(scores) >= hi, 1.0, np.where(np.asarray(scores) >= lo, 0.5, 0.0))
-    return round(float((verdicts == np.asarray(targets)).mean()), 4)
-
-
-def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple[float, float, float]:
-    """``(partially, fully, mean accuracy)`` for the best mean of two figures: the labeled
-    rows' three-way verdict accuracy (``targets`` 1 / 0.5 / 0) and the PopQA claims' kept
-    accuracy (``popqa_labels`` 0/1; a claim is kept at ``partially`` or above). Calibrating on
-    the labeled rows alone set ``partially`` where it passed wrong PopQA answers."""
-    popqa_labels, popqa_scores = np.asarray(popqa_labels, bool), np.asarray(popqa_scores)
-    best = (0.35, 0.5, -1.0)
-    for lo, hi in itertools.product(GRID, GRID):
-        if lo > hi:
-            continue
-        mean = (support_accuracy(targets, scores, lo, hi) + float(((popqa_scores >= lo) == popqa_labels).mean())) / 2
-        if mean > best[2] + 1e-9:
-            best = (lo, hi, round(mean, 4))
-    return best
 
 
 def _passage_judge(train_q, adv, popqa_kb, adversarial_kb, embedder) -> tuple[LinearJudge, jd.Pairs, dict, dict]:
@@ -304,18 +168,13 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     return replace(judges, figures=figures)
 
 
-def _runs(groups: list[str]) -> list[int]:
-    """Lengths of the runs of equal consecutive group ids (one run per question)."""
-    return [len(list(g)) for _, g in itertools.groupby(groups)]
-
-
 def _popqa_passage_figures(judges: JudgeSet, dev_q, popqa_kb) -> dict:
     """PopQA dev passage figures: AUC and the "any top-3 relevant" accuracy, beside plain cosine's."""
     t = judges.thresholds
     pop = jd.popqa_passage_pairs(dev_q, popqa_kb)
     scores = pair_scores(judges, PASSAGE, pop)
     cosine = np.array([d[0] for d in pop.dense])
-    top3 = np.array([i < 3 for g in _runs(pop.groups) for i in range(g)])
+    top3 = np.array([i < 3 for g in group_runs(pop.groups) for i in range(g)])
     any_rel = {g: False for g in pop.groups}
     for g, label, t3 in zip(pop.groups, pop.labels, top3):
         any_rel[g] |= bool(label) and bool(t3)
@@ -337,7 +196,7 @@ def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder
     rows."""
     adv_pairs = jd.adversarial_passage_pairs([], adv["queries"]["dev"], adversarial_kb, embedder)
     adv_scores = pair_scores(judges, PASSAGE, adv_pairs)
-    top3 = [i < 3 for g in _runs(adv_pairs.groups) for i in range(g)]
+    top3 = [i < 3 for g in group_runs(adv_pairs.groups) for i in range(g)]
     best_adv = question_best([g for g, k in zip(adv_pairs.groups, top3) if k],
                              [s for s, k in zip(adv_scores, top3) if k])
     expected = {r["id"]: r["expected_action"] for r in adv["queries"]["dev"] if r.get("needs_retrieval", True)}
@@ -349,7 +208,7 @@ def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder
     return {
         "queries": len(expected),
         "action_accuracy": round(float(np.mean([predicted[q] == expected[q] for q in expected])), 4),
-        "confusion": _confusion(expected, predicted),
+        "confusion": confusion(expected, predicted),
         "thresholds": {"lower": ta["lower"], "upper": ta["upper"]},
         "grading_band_accuracy": round(float(np.mean([action_of(s, ta["lower"], ta["upper"]) == b
                                                        for s, b in zip(grade_scores, bands)])), 4),
@@ -415,7 +274,8 @@ def measure_dev(judges: JudgeSet, dev_q, adv, popqa_kb, adversarial_kb, embedder
     return figures
 
 
-def _confusion(expected: dict, predicted: dict) -> dict:
+def confusion(expected: dict, predicted: dict) -> dict:
+    """``expected action -> predicted action -> count`` over the questions of ``expected``."""
     table: dict = {}
     for q, a in expected.items():
         table.setdefault(a, {}).setdefault(predicted[q], 0)
@@ -424,7 +284,7 @@ def _confusion(expected: dict, predicted: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m program.judges.train", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m optimize.training.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=None, help="folder to save judges.json into (default: only print)")
     args = parser.parse_args(argv)
 

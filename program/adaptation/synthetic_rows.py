@@ -7,7 +7,7 @@ MiniCheck (Tang et al. 2024, §3) makes support rows from a corpus's sentences b
 
 This module builds those rows for any knowledge base from its *free* questions, a section's heading
 ("Container restart policy", "How long refunds take") asked of the whole knowledge base, and from the
-questions the LM wrote for its chunks (``program.judges.lm_questions``), whose answers label strips.
+questions the LM wrote for its chunks (``program.adaptation.lm_questions``), whose answers label strips.
 
 * passage rows: each kept heading question against its top-8 chunks: its source chunk relevant,
   other documents' chunks and every chunk ranked 5 or lower not relevant (the source document's
@@ -26,8 +26,9 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from program.judges import pairs as jd
-from program.judges.sources import SourcePairs
+from program.adaptation.fit import SourcePairs
+from program.adaptation.pairs import Pairs, adversarial_strip_pairs, synthetic_support_pairs
+from program.judges.features import cue_pairs, passage_features
 from program.judges.judgments import judged_text
 from program.stages.refine import decompose
 from program.types import Passage
@@ -82,7 +83,7 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
         kb: a ``program.retrieval.KnowledgeBase`` (its ``chunks`` are read, its index searched).
         embedder: the all-MiniLM-L6-v2 embedder.
         max_questions: heading questions asked at most.
-        written: rows of ``program.judges.lm_questions.write_questions`` (the kept ones are asked too,
+        written: rows of ``program.adaptation.lm_questions.write_questions`` (the kept ones are asked too,
             their answers labeling strips), or None.
 
     Raises:
@@ -95,7 +96,7 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
     if not asked:
         raise ValueError(f"{name}: no section heading of two or more words and no written question to ask")
     results = kb.search_batch([q for q, _, _ in asked], TOP_K)
-    passage, expected, strip_rows = jd.Pairs(), {}, []
+    passage, expected, strip_rows = Pairs(), {}, []
     kept = 0
     for i, ((question, chunk, answer), hits) in enumerate(zip(asked, results)):
         if not hits or hits[0].id != chunk.chunk_id:  # ARES: keep a question retrieval answers from its source
@@ -106,23 +107,23 @@ def document_source(name: str, kb, embedder, max_questions: int = 300, seed: int
         for rank, p in enumerate(hits):
             same_doc = _doc(p.id) == source_doc
             if rank == 0 or not same_doc or rank >= NEGATIVE_RANK:
-                passage.add(jd.passage_features(question, p.text, p.score), jd.cue_pairs(question, p.text),
+                passage.add(passage_features(question, p.text, p.score), cue_pairs(question, p.text),
                             rank == 0, group, text=(question, judged_text(p)))
         expected[group] = "correct"
         others = [p for p in hits if _doc(p.id) != source_doc][:5]
         for p in others:  # the question asked with its source document left out of the index
-            passage.add(jd.passage_features(question, p.text, p.score), jd.cue_pairs(question, p.text), 0, out_group,
+            passage.add(passage_features(question, p.text, p.score), cue_pairs(question, p.text), 0, out_group,
                         text=(question, judged_text(p)))
         if others:
             expected[out_group] = "incorrect"
             row = _strips(question, hits[0], others[0], answer, group, seed + i)
             if row:
                 strip_rows.append(row)
-    strip = jd.adversarial_strip_pairs(strip_rows, embedder)
+    strip = adversarial_strip_pairs(strip_rows, embedder)
     texts = defaultdict(list)
     for c in kb.chunks:
         texts[c.doc_id].append(c.text)
-    support = jd.synthetic_support_pairs([(d, "\n".join(t)) for d, t in sorted(texts.items())], embedder, seed=seed)
+    support = synthetic_support_pairs([(d, "\n".join(t)) for d, t in sorted(texts.items())], embedder, seed=seed)
     log(f"{name}: {kept} of {len(asked)} questions kept (source chunk ranked first); "
         f"{len(passage)} passage, {len(strip)} strip, {len(support)} support rows")
     return SourcePairs(name, kb, passage, strip, support, expected, support_weight=1.0,

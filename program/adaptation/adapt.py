@@ -1,21 +1,21 @@
 """The judges adapted to one knowledge base from its own documents, with no hand labels (ARES §3).
 
-``python -m optimize.compile --kb PATH_OR_URL`` and ``python -m program index PATH`` call
-:func:`adapt_judges`. It fits the passage, strip and support judges (``program.judges.sources.fit_judges``)
-on the labeled sources (PopQA's train split and each labeled domain's, ``eval_sets.domains``) plus
-the rows the knowledge base gives of itself (``program.judges.synthetic_rows.document_source``: heading
-questions and, with ``questions``, questions the LM writes for sampled chunks, kept when retrieval
-ranks their source chunk first; "not covered" twins; FILCO strips; MiniCheck support rows), and
-calibrates the evaluator's thresholds on that knowledge base's own synthetic questions. The judges
-are saved under ``<compiled>/adapted/<corpus_key>/judges.json`` (``program.judges.adapted``), which
+``python -m program index PATH`` and ``python -m optimize.compile --kb PATH_OR_URL`` call
+:func:`adapt_judges`. It fits the passage, strip and support judges (``program.adaptation.fit.fit_judges``)
+on the labeled sources' pairs the compile saved (``program.adaptation.labeled``: PopQA's train split
+and each training domain's) plus the rows the knowledge base gives of itself
+(``program.adaptation.synthetic_rows.document_source``: heading questions and, with ``questions``,
+questions the LM writes for sampled chunks, kept when retrieval ranks their source chunk first;
+"not covered" twins; FILCO strips; MiniCheck support rows), and calibrates the evaluator's
+thresholds on that knowledge base's own synthetic questions. The judges are saved under
+``<compiled>/adapted/<corpus_key>/judges.json`` (``program.judges.adapted``), which
 ``load_compiled`` picks whenever that knowledge base is in use.
 
-A rerun is cheap: the judges are reused while the documents, the labeled data, the code and the
-options are unchanged (``stamp``), and the labeled sources' pairs are cached in
-``<cache>/judge-sources/`` (a few minutes to build, once).
+A rerun is cheap: the judges are reused while the documents, the saved labeled pairs, the code and
+the options are unchanged (``adapt_stamp``).
 
-``leave_out`` drops labeled domains from the sources: measuring a domain with its labels left out
-(``--leave-out kubernetes``) is how the end-to-end figures of
+``leave_out`` drops labeled sources by name: measuring a domain with its labels left out
+(``python -m optimize.compile --kb ... --leave-out kubernetes``) is how the end-to-end figures of
 ``docs/lab/2026-12-03-kubernetes-end-to-end.md`` are made.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -32,27 +31,20 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from eval_sets import popqa
-from eval_sets.domains import DOMAINS
+from program.adaptation.fit import fit_judges
+from program.adaptation.labeled import labeled_stamp, load_labeled
+from program.adaptation.lm_questions import write_questions
+from program.adaptation.synthetic_rows import document_source, heading_questions
 from program.app import resources
-from program.atomic import write_atomic
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
-from program.judges.lm_questions import write_questions
 from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
-from program.judges.sources import domain_source, fit_judges, popqa_source
 from program.judges.store import corpus_key
-from program.judges.synthetic_rows import document_source, heading_questions
-from program.lm.model_files import cache_root
-from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 from program.retrieval.progress import progress_enabled
 
-ROOT = Path(__file__).resolve().parents[2]  # the project: eval_sets/ and program/ are under it
-# the code that turns documents and labels into adapted judges: a change re-adapts
-ADAPT_CODE = ["program/judges/adapt.py", "program/judges/synthetic_rows.py", "program/judges/sources.py",
-              "program/judges/pairs.py", "program/judges/train.py", "program/judges/lm_questions.py"]
-# modules of program/judges/ that use adapted judges and make no pairs: a change keeps the cached pairs
-JUDGE_USERS = ("operating_point.py", "reader_demo.py")
+ROOT = Path(__file__).resolve().parents[2]  # the project: program/ is under it
+# modules of program/judges/ that use adapted judges and make no pairs: a change keeps the adapted judges
+JUDGE_USERS = ("operating_point.py", "reader_demo.py", "adapted.py")
 DEFAULT_QUESTIONS = 0
 DEFAULT_TIME_CAP = 900.0
 # A knowledge base with fewer heading questions than this adapts from questions the LM writes
@@ -78,7 +70,7 @@ def questions_to_write(kb, questions: int | None, time_cap: float | None) -> tup
     """How many questions the LM writes for ``kb`` and in how many seconds, and a note saying why.
 
     ``questions=None`` (the default of ``program index``) is 0 when the documents give at least
-    ``MIN_HEADING_QUESTIONS`` heading questions (``program.judges.synthetic_rows.heading_questions``),
+    ``MIN_HEADING_QUESTIONS`` heading questions (``program.adaptation.synthetic_rows.heading_questions``),
     else ``AUTO_QUESTIONS`` within ``AUTO_TIME_CAP`` seconds (or ``time_cap`` when given); a
     number is kept as given. Returns ``(questions, time_cap, note or None)``.
     """
@@ -124,64 +116,22 @@ class AdaptResult:
         return f"judges adapted to {what}: saved {self.path} in {self.seconds:.0f} s"
 
 
-def _hash_files(paths, digest) -> None:
-    for path in paths:
-        path = Path(path)
-        digest.update(path.as_posix().encode())
-        digest.update(path.read_bytes() if path.is_file() else b"-")
+def adapt_code() -> list[Path]:
+    """The code that turns documents and labeled pairs into adapted judges: a change re-adapts."""
+    judges = [p for p in sorted((ROOT / "program" / "judges").glob("*.py")) if p.name not in JUDGE_USERS]
+    return judges + sorted((ROOT / "program" / "adaptation").glob("*.py"))
 
 
-def labeled_files(leave_out) -> list[Path]:
-    """The labeled files the sources read: each kept domain's JSONL rows and documents."""
-
-    files = []
-    for name, d in sorted(DOMAINS.items()):
-        if name in leave_out or not d.trains:
-            continue
-        folder = ROOT / "eval_sets" / name
-        files += sorted(folder.glob("*.jsonl")) + sorted(Path(d.kb_dir).rglob("*.md"))
-    return files
-
-
-def sources_stamp(leave_out) -> str:
-    """sha256 (16 hex digits) of what the labeled sources' pairs are made of: PopQA's files, the
-    kept domains' files and the code; equal stamps give the same pairs."""
-
-    digest = hashlib.sha256(json.dumps(sorted(leave_out)).encode())
-    _hash_files([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
-                + labeled_files(leave_out) + sorted(p for p in (ROOT / "program" / "judges").glob("*.py")
-                                                    if p.name not in JUDGE_USERS)
-                + [ROOT / p for p in ADAPT_CODE], digest)
+def adapt_stamp(kb, compiled_dir, leave_out, questions: int, seed: int) -> str:
+    """sha256 (16 hex digits) of the knowledge base's documents (``corpus_key``), the saved labeled
+    pairs (``labeled_stamp``), the sources left out, the code and the options: saved judges with
+    this stamp are reused."""
+    digest = hashlib.sha256(f"{corpus_key(kb)}|{labeled_stamp(compiled_dir)}|{json.dumps(sorted(leave_out))}|"
+                            f"{questions}|{seed}".encode())
+    for path in adapt_code():
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
-
-
-def adapt_stamp(kb, leave_out, questions: int, seed: int) -> str:
-    """sha256 (16 hex digits) of the knowledge base's documents (``corpus_key``), the sources, the
-    code and the options: saved judges with this stamp are reused."""
-    digest = hashlib.sha256(f"{corpus_key(kb)}|{sources_stamp(leave_out)}|{questions}|{seed}".encode())
-    return digest.hexdigest()[:16]
-
-
-def labeled_sources(leave_out, embedder, log=print) -> list:
-    """PopQA's and the kept labeled domains' training pairs (``program.judges.sources``), read from
-    ``<cache>/judge-sources/<stamp>.pkl`` when built before, else built (minutes) and cached."""
-
-    path = cache_root() / "judge-sources" / f"{sources_stamp(leave_out)}.pkl"
-    if path.exists():
-        try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-            log(f"the cached labeled pairs {path} are unreadable ({type(exc).__name__}); building them again")
-    sources = [popqa_source(resources.knowledge_base(), embedder, resources.web_backend("snapshot"), log=log)]
-    for name, d in DOMAINS.items():
-        if name not in leave_out and d.trains:  # a measuring domain's labels train no judge
-            log(f"{name}: labeled training pairs")
-            sources.append(domain_source(name, resources.knowledge_base(d.kb_dir), embedder))
-    sources = [s.detached() for s in sources]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, pickle.dumps(sources))  # a kill leaves no half-written cache
-    return sources
 
 
 def _step_bar(progress: bool):
@@ -219,20 +169,21 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
         kb: a knowledge base (faiss or pgvector): its ``chunks``, ``search_batch`` and ``manifest``.
         compiled_dir: the compile the adapted judges sit beside (``compiled/``).
         name: a name for figures and the one-line report (default: the indexed folder's name).
-        leave_out: labeled domains (``eval_sets.domains``) whose labels are not learned from.
+        leave_out: labeled sources (by name: ``popqa``, a domain's) whose pairs are not learned from.
         questions: questions the configured DSPy LM writes for sampled chunks (0: headings only).
         time_cap: seconds the LM may spend writing questions (what was written is kept).
         progress: show a progress bar (on a terminal, or with ``CRAG_PROGRESS=1``).
         force: fit again even when judges with the same stamp are saved.
         sources: the labeled sources (``SourcePairs``) to fit beside the knowledge base's own rows;
-            default :func:`labeled_sources` (PopQA and the labeled domains not left out).
+            default those the compile saved in ``compiled_dir`` (``load_labeled``), less ``leave_out``.
 
     Returns:
         An :class:`AdaptResult`.
 
     Raises:
         ValueError: the knowledge base gives no question (no heading of two or more words and no
-            kept written question), or a judge would get a single label class.
+            kept written question), or a judge would get a single label class;
+            ``program.adaptation.labeled.LabeledPairsError`` (a ``ValueError``): no saved labeled pairs.
         OSError: the judges cannot be written (the previous ones stay).
     """
     started = time.perf_counter()
@@ -240,7 +191,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     folder = adapted_dir(compiled_dir, kb)
     if folder is None:
         raise ValueError(f"{kb!r} has no manifest of its files: it cannot be adapted to")
-    stamp = adapt_stamp(kb, leave_out, questions, seed)
+    stamp = adapt_stamp(kb, compiled_dir, leave_out, questions, seed)
     saved = None if force else load_adapted(compiled_dir, kb)
     if saved is not None and saved.adapted.get("stamp") == stamp:
         return AdaptResult(saved, folder / "judges.json", True, time.perf_counter() - started)
@@ -255,7 +206,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     # its own rows before the labeled sources: a knowledge base that gives none fails in seconds
     own = document_source(f"{name} (documents)", kb, embedder, seed=seed, written=written, log=log)
     step("own rows")
-    sources = labeled_sources(leave_out, embedder, log=log) if sources is None else sources
+    sources = load_labeled(compiled_dir, leave_out) if sources is None else sources
     step("labeled sources")
     judges = fit_judges(sources + [own], embedder, log=log)
     step("fitted")
@@ -264,26 +215,6 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
                                                      started))
     path = save_judges(judges, folder)
     return AdaptResult(judges.for_knowledge_base(kb), path, False, time.perf_counter() - started)
-
-
-def main_for_kb(args, parser) -> int:
-    """``python -m optimize.compile --kb PATH_OR_URL [--leave-out NAMES] [--questions N] [--time-cap S]``:
-    adapt and save; 0, or 2 with one line naming the problem."""
-
-    leave_out = [n.strip() for n in (args.leave_out or "").split(",") if n.strip()]
-    if unknown := sorted(set(leave_out) - set(DOMAINS)):
-        parser.error(f"--leave-out: unknown domain(s) {', '.join(unknown)}; choose from {', '.join(sorted(DOMAINS))}")
-    questions = DEFAULT_QUESTIONS if args.questions is None else args.questions
-    time_cap = DEFAULT_TIME_CAP if args.time_cap is None else args.time_cap
-    if questions < 0 or time_cap <= 0:
-        parser.error("--questions must be 0 or more and --time-cap positive")
-    try:
-        kb = resources.knowledge_base(args.kb)
-    except (CorpusError, KnowledgeBaseError, EmbeddingError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return adapt_and_report(kb, args.out, name=str(args.kb), leave_out=leave_out, questions=questions,
-                            time_cap=time_cap, force=args.force, model=args.model, api_base=args.api_base)
 
 
 def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: int | None = DEFAULT_QUESTIONS,
@@ -321,5 +252,4 @@ def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: in
     return 0
 
 
-__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "labeled_sources", "main_for_kb",
-           "questions_to_write"]
+__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "questions_to_write"]

@@ -4,7 +4,7 @@ For sampled chunks the LM (``WriteQuestion``) writes a question a reader would a
 answer from the chunk. A question is kept when the chunk holds its answer (word for word, or, since
 the 1.5B model paraphrases, a strip holding half its content words) and the embedder ranks the chunk
 first for it ("filtered by whether the retriever returns the source passage"). The kept rows
-feed ``program.judges.synthetic_rows.document_source`` beside the heading questions, and, with their
+feed ``program.adaptation.synthetic_rows.document_source`` beside the heading questions, and, with their
 answer, label strips the FILCO way (the strip holding the answer is relevant).
 
 Writing is time-boxed (``time_cap`` seconds) and cached per knowledge base in

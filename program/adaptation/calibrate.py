@@ -1,0 +1,112 @@
+"""Thresholds calibrated on out-of-fold scores of training rows (CRAG §4.3-4.4; Self-RAG's IsSup).
+
+The evaluator's ``lower`` / ``upper`` for the best action accuracy (``calibrate_actions``), PopQA's
+action labels and its recall-keeping ``lower`` (``popqa_expected``), and the support judge's
+``partially`` / ``fully`` (``calibrate_support``, ``calibrate_support_sets``); the figures they
+are chosen by (``auc``, ``f1``). Every search runs over ``GRID`` and never reads the rows a figure
+is reported on.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+
+GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
+
+
+def auc(labels, scores) -> float:
+    """ROC AUC of ``scores`` (floats) against ``labels`` (0/1), 4 digits; NaN with one class only."""
+    from sklearn.metrics import roc_auc_score  # why: sklearn loads only when a figure is measured
+
+    return round(float(roc_auc_score(labels, scores)), 4) if len(set(labels)) == 2 else float("nan")
+
+
+def f1(labels, kept) -> float:
+    labels, kept = np.asarray(labels, bool), np.asarray(kept, bool)
+    tp = (labels & kept).sum()
+    return round(float(2 * tp / (labels.sum() + kept.sum())), 4) if labels.sum() + kept.sum() else 1.0
+
+
+def action_of(best: float, lower: float, upper: float) -> str:
+    return "correct" if best >= upper else "incorrect" if best < lower else "ambiguous"
+
+
+def question_best(groups, scores) -> dict:
+    best: dict = {}
+    for g, s in zip(groups, scores):
+        best[g] = max(best.get(g, 0.0), float(s))
+    return best
+
+
+def calibrate_actions(best: dict, expected: dict) -> dict:
+    """Grid-search ``(lower, upper)`` for the best action accuracy of ``best`` (question ->
+    highest top-3 score) against ``expected`` (question -> correct | ambiguous | incorrect);
+    ties go to the narrower band."""
+
+    def accuracy(lower, upper):
+        return float(np.mean([action_of(best.get(q, 0.0), lower, upper) == a for q, a in expected.items()]))
+
+    lower, upper = max(((lo, up) for lo, up in itertools.product(GRID, GRID) if lo <= up),
+                       key=lambda p: (round(accuracy(*p), 4), -abs(p[1] - p[0])))
+    return {"lower": lower, "upper": upper, "train_action_accuracy": round(accuracy(lower, upper), 4),
+            "train_questions": len(expected)}
+
+
+def popqa_expected(groups, labels, scores, recall: float = 0.95) -> tuple[dict, dict, float]:
+    """PopQA's action labels from passage labels: ``correct`` when a top-3 passage is
+    relevant, else ``incorrect`` (PopQA has no ambiguous label). Also the ``lower`` bound
+    that keeps ``recall`` of the relevant passages usable (score >= lower).
+
+    Returns ``(best score per question, expected action per question, lower)``."""
+    top3 = [i < 3 for g in group_runs(groups) for i in range(g)]
+    best, relevant = {}, {}
+    for g, label, score, top in zip(groups, labels, scores, top3):
+        if top:
+            best[g] = max(best.get(g, 0.0), float(score))
+            relevant[g] = relevant.get(g, False) or bool(label)
+    positives = sorted(float(s) for s, label in zip(scores, labels) if label)
+    lower = max([t for t in GRID if np.mean([p >= t for p in positives]) >= recall] or [GRID[0]])
+    return best, {g: "correct" if r else "incorrect" for g, r in relevant.items()}, lower
+
+
+def group_runs(groups: list[str]) -> list[int]:
+    """Lengths of the runs of equal consecutive group ids (one run per question)."""
+    return [len(list(g)) for _, g in itertools.groupby(groups)]
+
+
+def calibrate_support(targets, scores) -> tuple[float, float, float]:
+    """``(partially, fully, accuracy)`` thresholds for the best three-way verdict accuracy."""
+    targets = np.asarray(targets)
+    best = (0.35, 0.5, -1.0)
+    for lo, hi in itertools.product(GRID, GRID):
+        if lo > hi:
+            continue
+        verdicts = np.where(scores >= hi, 1.0, np.where(scores >= lo, 0.5, 0.0))
+        acc = float((verdicts == targets).mean())
+        if acc > best[2]:
+            best = (lo, hi, acc)
+    return best
+
+
+def support_accuracy(targets, scores, lo, hi) -> float:
+    verdicts = np.where(np.asarray(scores) >= hi, 1.0, np.where(np.asarray(scores) >= lo, 0.5, 0.0))
+    return round(float((verdicts == np.asarray(targets)).mean()), 4)
+
+
+def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple[float, float, float]:
+    """``(partially, fully, mean accuracy)`` for the best mean of two figures: the labeled
+    rows' three-way verdict accuracy (``targets`` 1 / 0.5 / 0) and the PopQA claims' kept
+    accuracy (``popqa_labels`` 0/1; a claim is kept at ``partially`` or above). Calibrating on
+    the labeled rows alone set ``partially`` where it passed wrong PopQA answers."""
+    popqa_labels, popqa_scores = np.asarray(popqa_labels, bool), np.asarray(popqa_scores)
+    best = (0.35, 0.5, -1.0)
+    for lo, hi in itertools.product(GRID, GRID):
+        if lo > hi:
+            continue
+        mean = (support_accuracy(targets, scores, lo, hi) + float(((popqa_scores >= lo) == popqa_labels).mean())) / 2
+        if mean > best[2] + 1e-9:
+            best = (lo, hi, round(mean, 4))
+    return best
