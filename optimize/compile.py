@@ -35,13 +35,14 @@ from optimize import predictor_metrics as pm  # noqa: E402
 from optimize.judge_choice import choose, popqa_lm_rows  # noqa: E402
 from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
 from optimize.training.sources import labeled_sources, sources_stamp  # noqa: E402
+from optimize.training.records import TRAINING  # noqa: E402
 from optimize.training.train import train_judges  # noqa: E402
 from program.adaptation.labeled import save_labeled  # noqa: E402
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,  # noqa: E402
                                   save_compiled)
 from program.app.resources import embedder, knowledge_base  # noqa: E402
 from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED  # noqa: E402
+from program.judges.judgments import PASSAGE, TRAINED  # noqa: E402
 from program.judges.store import corpus_key  # noqa: E402
 from program.lm.configure import configure_lm, model_name, supports_logprobs
 from program.stages.crag import CRAG  # noqa: E402
@@ -70,33 +71,34 @@ class PredictorSpec:
     signature: type
     path: str
     metric: object
+    figures: object
     labeled_demos: bool = True
     extra_labeled: int = 0
     threshold: float = 0.99
 
 
 SPECS = [
-    # the judgments' own predictors: their rows, Signatures and paths are their records'
-    PredictorSpec(PASSAGE.rows, PASSAGE.signature, PASSAGE.predictor, pm.grading_metric),
-    PredictorSpec(STRIP.rows, STRIP.signature, STRIP.predictor, pm.strip_accuracy, extra_labeled=2),
-    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, labeled_demos=False,
-                  threshold=0.5),
-    PredictorSpec(SUPPORT.rows, SUPPORT.signature, SUPPORT.predictor, pm.support_accuracy),
+    # the judgments' own predictors: their rows, Signatures and paths are their records', their
+    # metrics and figures their training records' (optimize.training.records)
+    *(PredictorSpec(r.judgment.rows, r.judgment.signature, r.judgment.predictor, r.metric, r.figures,
+                    extra_labeled=r.extra_labeled) for r in TRAINING),
+    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, pm.rewrite_figures,
+                  labeled_demos=False, threshold=0.5),
     # Rewards the model's own [n] markers (the citations issue): labeled demos cite (pm.cited_answer).
-    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric),
+    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric, pm.answer_figures),
     # Compiled into the state although the default program leaves the decider off, so that
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
-    PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, extra_labeled=2),
+    PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, pm.decision_figures, extra_labeled=2),
 ]
 KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (optimize.training.train)
 
 
 def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
-    """The predictor's dev figures (``optimize.predictor_metrics.dev_figures``), with the
+    """The predictor's dev figures (``spec.figures``, ``optimize.predictor_metrics``), with the
     ``(example, prediction, score)`` rows under ``"_rows"`` (for the judge choice; not saved)."""
     result = dspy.Evaluate(devset=devset, metric=spec.metric, num_threads=1, display_progress=True,
                            provide_traceback=False)(predictor)
-    return {**pm.dev_figures(spec.kind, result.results, knowledge_base), "_rows": result.results}
+    return {**spec.figures(result.results, knowledge_base), "_rows": result.results}
 
 
 def _optimizer(name: str, spec: PredictorSpec, demos: int, budget: str = "light"):
@@ -187,7 +189,7 @@ def compile_predictor(spec: PredictorSpec, optimizer: str, budget: str, knowledg
             default (``BUDGETS``); 0: all.
 
     The compiled predictor is kept when its primary dev figure is not lower than the
-    uncompiled one's (``optimize.predictor_metrics.dev_figures``).
+    uncompiled one's (``spec.figures``).
     """
     demos, default_rows = BUDGETS[budget]
     train = labeled_examples(spec.kind, "train")
@@ -451,7 +453,8 @@ def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | Non
     if lm_rows or "judges" in only:
         # the LM, the trained judge and the cascade, on the same dev rows; the best decides
         popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
-        judge_report = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None)
+        judge_report = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None,
+                              measures={r.judgment: r.measure for r in TRAINING})
         for judgment in TRAINED:
             name = judgment.name
             if judgment.rows not in lm_rows and saved is not None and name in saved.get("judges", {}).get("choice", {}):

@@ -21,7 +21,7 @@ import numpy as np
 
 from optimize import predictor_metrics as pm
 from program.judges import JudgeChoice, JudgeSet
-from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT, TRAINED
+from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT
 from program.judges.store import corpus_key
 from program.stages.evaluator import score_grade
 from program.stages.selfcheck import decide_support, lexical_support
@@ -156,10 +156,12 @@ def best(figures: dict) -> str:
 
 
 def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adversarial_kb=None,
-           popqa_kb=None) -> dict:
+           popqa_kb=None, *, measures: dict) -> dict:
     """Measure the three candidates of each judgment on the LM's dev rows and set ``judges.choices``.
 
     Args:
+        measures: judgment -> ``measure(judges, rows, thresholds, set_name)``, its candidates'
+            figures on one set's rows (``optimize.training.records.TRAINING``'s ``measure``).
         lm_rows: ``"grading"`` / ``"strips"`` / ``"support"`` -> the kept LM predictor's
             ``(example, prediction, score)`` adversarial dev rows; a missing kind keeps the
             trained judge.
@@ -174,14 +176,11 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
         "by_set": {"adversarial": {...}, "popqa": {...}}}}``.
     """
     adversarial_t = judges.thresholds_for(adversarial_kb) if adversarial_kb is not None else judges.thresholds
-    measure = {PASSAGE: lambda rows, t, name: passage_candidates(judges, rows, t),
-               STRIP: lambda rows, t, name: strip_candidates(judges, rows),
-               SUPPORT: lambda rows, t, name: support_candidates(judges, rows, kept_only=name == "popqa")}
     report = {}
-    for judgment in TRAINED:
+    for judgment, measure in measures.items():
         sets = {"adversarial": (lm_rows.get(judgment.rows), adversarial_t),
                 "popqa": ((popqa_rows or {}).get(judgment.rows), judges.thresholds)}
-        by_set = {name: measure[judgment](rows, t, name) for name, (rows, t) in sets.items() if rows}
+        by_set = {name: measure(judges, rows, t, name) for name, (rows, t) in sets.items() if rows}
         if not by_set:
             judges.choices[judgment.name] = JudgeChoice("trained")
             report[judgment.name] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}

@@ -259,8 +259,37 @@ def _mean(values) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0
 
 
-def _rewrite_figures(preds_ok: list, knowledge_base=None) -> dict:
-    """Rewriting's figures: term recall, retrieval recall at 3 (with a knowledge base), primary their mean."""
+def _ok(results) -> list:
+    """The ``(example, prediction)`` rows whose prediction parsed."""
+    return [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
+
+
+def _scores(results) -> list[float]:
+    return [float(s) for _, _, s in results]
+
+
+# The figures a predictor is judged by on a split, one function per predictor, each
+# ``figures(results, knowledge_base=None) -> {"primary": float in [0, 1], ...named figures}``
+# over ``dspy.Evaluate``'s ``(example, prediction, score)`` rows; ``PredictorSpec.figures``
+# (``optimize.compile``) and the judgments' training records (``optimize.training.records``) name them.
+
+
+def grading_figures(results, knowledge_base=None) -> dict:
+    """Grading: the metric (primary: band with half credit for the reason), action-band accuracy, reason accuracy."""
+    scores = _scores(results)
+    return {"primary": _mean(scores), "band_accuracy": _mean(s > 0 for s in scores),
+            "reason_accuracy": _mean(s == 1.0 for s in scores)}
+
+
+def strip_figures(results, knowledge_base=None) -> dict:
+    """Strips: accuracy, precision, recall and F1 of the strips kept (primary: F1)."""
+    f = strip_f1([(e, p, s) for (e, p, s) in results if p is not None])
+    return {"primary": f["f1"], "accuracy": _mean(_scores(results)), **f}
+
+
+def rewrite_figures(results, knowledge_base=None) -> dict:
+    """Rewriting: term recall, retrieval recall at 3 (with a knowledge base), primary their mean."""
+    preds_ok = _ok(results)
     terms = _mean(rewrite_recall(e, p) for e, p in preds_ok)
     out = {"term_recall": terms}
     if knowledge_base is not None:
@@ -270,19 +299,19 @@ def _rewrite_figures(preds_ok: list, knowledge_base=None) -> dict:
     return out
 
 
-def _answer_figures(scores: list[float], preds_ok: list) -> dict:
-    """Answers' figures: the metric (primary), correctness, groundedness and the citations' share, recall, precision."""
+def answer_figures(results, knowledge_base=None) -> dict:
+    """Answers: the metric (primary), correctness, groundedness and the citations' share, recall, precision."""
+    preds_ok = _ok(results)
     cited = [written_citations(e, p) for e, p in preds_ok]
-    return {"primary": _mean(scores), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
+    return {"primary": _mean(_scores(results)), "correctness": _mean(answer_metric(e, p) for e, p in preds_ok),
             "groundedness": _mean(answer_grounded(e, p) for e, p in preds_ok),
             "cited_share": _mean(p is not None for r, p in cited if r is not None),
             "citation_recall": _mean(r for r, _ in cited if r is not None),
             "citation_precision": _mean(p for _, p in cited if p is not None)}
 
 
-def _support_figures(scores: list[float], results) -> dict:
-    """Support's figures: the quote's verdict accuracy (primary), the self-check's, word overlap's, the quote
-    ceiling."""
+def support_figures(results, knowledge_base=None) -> dict:
+    """Support: the quote's verdict accuracy (primary), the self-check's, word overlap's, the quote ceiling."""
     # What the self-check decides (the better of the word-overlap and the quoted verdict),
     # the word-overlap verdict alone, and the best the self-check could do whatever one
     # sentence (or NONE) the model quoted.
@@ -290,6 +319,7 @@ def _support_figures(scores: list[float], results) -> dict:
         return max(lexical_support(e.claim, e.evidence), judge_support(e.claim, quote, e.evidence),
                    key=RANKED_VERDICTS.index)
 
+    scores = _scores(results)
     rows = [(e, str(getattr(p, "quote", "") or "")) for e, p, _ in results]
     return {"primary": _mean(scores), "accuracy": _mean(scores),
             "program_accuracy": _mean(decided(e, q) == e.support for e, q in rows),
@@ -298,54 +328,18 @@ def _support_figures(scores: list[float], results) -> dict:
                                        for s in evidence_sentences(e.evidence) + ["NONE"]) for e, _ in rows)}
 
 
-def _decision_figures(scores: list[float], results) -> dict:
-    """Deciding's figures: accuracy (primary), balanced accuracy, and the counts of needless and right skips."""
+def decision_figures(results, knowledge_base=None) -> dict:
+    """Deciding: accuracy (primary: each wrong decision costs about one answer, since a needless
+    skip answers a question that needs sources closed-book and a missed chit-chat question goes
+    through CRAG, which answers it from unrelated strips), the balanced accuracy (the mean of the
+    share of questions needing sources that retrieve and the share of chit-chat that skips), and
+    the counts of needless skips and of right skips."""
     rows = [(bool(e.needs_retrieval), p is not None and getattr(p, "needs_retrieval", True) is False)
             for e, p, _ in results]
     need = [not skipped for needs, skipped in rows if needs]
     chat = [skipped for needs, skipped in rows if not needs]
     recalls = [_mean(x) for x in (need, chat) if x]
+    scores = _scores(results)
     return {"primary": _mean(scores), "accuracy": _mean(scores), "balanced_accuracy": _mean(recalls),
             "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
             "needs_retrieval": len(need), "chit_chat": len(chat)}
-
-
-def dev_figures(kind: str, results, knowledge_base=None) -> dict:
-    """The figures a predictor is judged by on a split, from ``dspy.Evaluate`` result rows.
-
-    Args:
-        kind: grading | strips | rewrite | support | answers | deciding.
-        results: ``(example, prediction, score)`` triples (``EvaluationResult.results``).
-        knowledge_base: for rewriting's retrieval recall (None leaves it out).
-
-    Returns:
-        ``{"primary": float in [0, 1], ...named figures}``: grading: action-band accuracy
-        and reason accuracy (primary: the metric, band with half credit for the reason);
-        strips: accuracy, precision, recall, F1 (primary: F1); rewrite: term recall and
-        retrieval recall at 3 (primary: their mean when retrieval is measured); support:
-        accuracy of the quote's verdict (primary), the self-check's verdict, the word-overlap
-        verdict's, and the self-check's ceiling over every one-sentence quote; answers:
-        correctness and groundedness (primary: the metric); deciding: accuracy (primary:
-        each wrong decision costs about one answer, since a needless skip answers a question
-        that needs sources closed-book and a missed chit-chat question goes through CRAG,
-        which answers it from unrelated strips), the balanced accuracy (the mean of the share
-        of questions needing sources that retrieve and the share of chit-chat that skips),
-        and the counts of needless skips and of right skips.
-    """
-    scores = [float(s) for _, _, s in results]
-    preds_ok = [(e, p) for e, p, _ in results if p is not None and hasattr(p, "keys")]
-    if kind == "grading":
-        return {"primary": _mean(scores), "band_accuracy": _mean(s > 0 for s in scores),
-                "reason_accuracy": _mean(s == 1.0 for s in scores)}
-    if kind == "strips":
-        f = strip_f1([(e, p, s) for (e, p, s) in results if p is not None])
-        return {"primary": f["f1"], "accuracy": _mean(scores), **f}
-    if kind == "rewrite":
-        return _rewrite_figures(preds_ok, knowledge_base)
-    if kind == "answers":
-        return _answer_figures(scores, preds_ok)
-    if kind == "support":
-        return _support_figures(scores, results)
-    if kind == "deciding":
-        return _decision_figures(scores, results)
-    return {"primary": _mean(scores), "accuracy": _mean(scores)}

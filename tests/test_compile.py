@@ -219,19 +219,18 @@ def test_decision_examples_keep_every_chit_chat_row_and_balance_the_train_split(
 def test_decider_figures_are_balanced_accuracy_and_needless_skips():
     from types import SimpleNamespace as NS
 
-    from optimize.predictor_metrics import decision_accuracy, dev_figures
+    from optimize.predictor_metrics import decision_accuracy, decision_figures
 
     examples = [NS(needs_retrieval=True)] * 4 + [NS(needs_retrieval=False)] * 2
     preds = [NS(needs_retrieval=v) for v in (True, True, True, False, False, True)]
     results = [(e, p, decision_accuracy(e, p)) for e, p in zip(examples, preds)]
-    figures = dev_figures("deciding", results)
+    figures = decision_figures(results)
     # accuracy 4 of 6; 3 of 4 retrieve and 1 of 2 skips: balanced (0.75 + 0.5) / 2
     assert figures == {"primary": 0.6667, "accuracy": 0.6667, "balanced_accuracy": 0.625, "needless_skips": 1,
                        "right_skips": 1, "needs_retrieval": 4, "chit_chat": 2}
     # a decider that never skips is as accurate here, and its balanced accuracy says it skips nothing
     never = [(e, NS(needs_retrieval=True), decision_accuracy(e, NS(needs_retrieval=True))) for e in examples]
-    assert dev_figures("deciding", never)["primary"] == 0.6667 and dev_figures(
-        "deciding", never)["balanced_accuracy"] == 0.5
+    assert decision_figures(never)["primary"] == 0.6667 and decision_figures(never)["balanced_accuracy"] == 0.5
     assert decision_accuracy(NS(needs_retrieval=True), NS(needs_retrieval="unparsed")) == 1.0
 
 

@@ -171,3 +171,16 @@ def test_the_compiles_popqa_rows_ask_each_judgments_own_predictor_with_its_signa
     asked = sum(p is not None for _, p, _ in rows[SUPPORT.rows])
     assert fake_lm.calls["GradeRetrieval"] == 4 and fake_lm.calls["StripRelevance"] == 4
     assert fake_lm.calls["CheckClaimSupport"] == asked
+
+
+def test_every_trained_judgment_has_one_training_record_and_one_compiled_predictor():
+    # the compile builds the judgments' predictors and measures their candidates from these records
+    from optimize.compile import SPECS
+    from optimize.training.records import TRAINING
+
+    assert [r.judgment for r in TRAINING] == list(TRAINED)
+    specs = {s.kind: s for s in SPECS}
+    for r in TRAINING:
+        spec = specs[r.judgment.rows]
+        assert (spec.signature, spec.path, spec.metric, spec.figures) == (r.judgment.signature, r.judgment.predictor,
+                                                                           r.metric, r.figures)

@@ -22,7 +22,7 @@ def test_strip_f1_counts_kept_against_relevant():
     ]
     assert pm.strip_f1(rows) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
     assert [pm.strip_accuracy(e, p) for e, p, _ in rows] == [1.0, 0.0, 0.0, 1.0]
-    figures = pm.dev_figures("strips", rows)
+    figures = pm.strip_figures(rows)
     assert figures["primary"] == 0.5 and figures["accuracy"] == 0.5
 
 
@@ -139,7 +139,7 @@ def test_support_figures_separate_the_quote_from_the_word_overlap_path():
          dspy.Prediction(quote="Acme Rockets was founded by Jane Roe in 1999."), 0.0),
         (support("Acme Rockets is based in Texas.", evidence, "no"), dspy.Prediction(quote="NONE"), 1.0),
     ]
-    figures = pm.dev_figures("support", rows)
+    figures = pm.support_figures(rows)
     assert figures["accuracy"] == pytest.approx(1 / 3, abs=1e-4)
     assert figures["program_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
     assert figures["word_overlap_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
