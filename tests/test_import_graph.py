@@ -157,3 +157,40 @@ def test_a_planted_outside_import_is_found(tmp_path):
 def test_the_judges_package_holds_no_training():
     judges = {f.stem for f in (ROOT / "program" / "judges").glob("*.py")}
     assert not judges & {"train", "pairs", "sources", "adapt", "synthetic_rows", "lm_questions", "cross_encoder"}
+
+
+# program/'s packages from the top floor down: a module imports only its own floor and those below
+FLOORS = [("app",), ("adaptation",), ("stages",), ("judges", "lm", "web"), ("retrieval", "guards"), ("types",),
+          ("atomic", "env", "paths", "text")]
+
+
+def imports_up(package: Path, floors: list[tuple[str, ...]]) -> list[str]:
+    """``module -> target`` for each import (inside functions too) of a package on a higher floor."""
+    floor = {name: i for i, names in enumerate(floors) for name in names}
+    known = modules(package)
+
+    def place(module: str):
+        parts = module.split(".")
+        return floor.get(parts[1]) if len(parts) > 1 else None
+
+    return sorted(f"{name} -> {target}" for name, file in known.items() if place(name) is not None
+                  for target in imported(name, file, known)
+                  if place(target) is not None and place(target) < place(name))
+
+
+def test_no_module_of_the_program_imports_a_package_above_its_own():
+    # the two that did: the adaptation read the app's resources, a judge module cut strips with a stage's code
+    assert imports_up(ROOT / "program", FLOORS) == []
+    assert sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file()) == sorted(
+        name for names in FLOORS for name in names if (ROOT / "program" / name).is_dir())
+
+
+def test_a_planted_import_up_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    for sub in ("high", "low"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "high" / "top.py").write_text("from pkg.low import base\n")
+    (package / "low" / "base.py").write_text("def late():\n    from pkg.high import top\n    return top\n")
+    assert imports_up(package, [("high",), ("low",)]) == ["pkg.low.base -> pkg.high.top"]

@@ -1,4 +1,4 @@
-"""The reader's demo written from a knowledge base's own documents (``program.judges.reader_demo``)."""
+"""The reader's demo written from a knowledge base's own documents (``program.adaptation.reader_demo``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import dspy
 import pytest
 
-from program.judges.reader_demo import (MAX_DEMO_WORDS, held_by, load_reader_demo, reader_demo, save_reader_demo,
+from program.adaptation.reader_demo import (MAX_DEMO_WORDS, held_by, load_reader_demo, reader_demo, save_reader_demo,
                                         with_reader_demo)
 from program.types import Passage
 

@@ -35,15 +35,15 @@ from program.adaptation.fit import fit_judges
 from program.adaptation.labeled import labeled_stamp, load_labeled
 from program.adaptation.lm_questions import write_questions
 from program.adaptation.synthetic_rows import document_source, heading_questions
-from program.app import resources
 from program.judges import save_judges
 from program.judges.adapted import adapted_dir, load_adapted
 from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 from program.judges.store import corpus_key
+from program.retrieval.embedding import get_embedder
 from program.retrieval.progress import progress_enabled
 
 ROOT = Path(__file__).resolve().parents[2]  # the project: program/ is under it
-# modules of program/judges/ that use adapted judges and make no pairs: a change keeps the adapted judges
+# modules that use adapted judges and make no pairs: a change keeps the adapted judges
 JUDGE_USERS = ("operating_point.py", "reader_demo.py", "adapted.py")
 DEFAULT_QUESTIONS = 0
 DEFAULT_TIME_CAP = 900.0
@@ -60,7 +60,7 @@ AUTO_TIME_CAP = 540.0
 DEFAULT_OPERATING_QUESTIONS = 30
 AUTO_OPERATING_QUESTIONS = 12
 AUTO_OPERATING_TIME_CAP = 240.0
-# The reader's demo (``program.judges.reader_demo``) comes from the written questions, or, where
+# The reader's demo (``program.adaptation.reader_demo``) comes from the written questions, or, where
 # the judges adapted from headings, from DEMO_QUESTIONS written for it within DEMO_TIME_CAP seconds.
 DEMO_QUESTIONS = 4
 DEMO_TIME_CAP = 120.0
@@ -118,8 +118,8 @@ class AdaptResult:
 
 def adapt_code() -> list[Path]:
     """The code that turns documents and labeled pairs into adapted judges: a change re-adapts."""
-    judges = [p for p in sorted((ROOT / "program" / "judges").glob("*.py")) if p.name not in JUDGE_USERS]
-    return judges + sorted((ROOT / "program" / "adaptation").glob("*.py"))
+    return [p for folder in ("judges", "adaptation") for p in sorted((ROOT / "program" / folder).glob("*.py"))
+            if p.name not in JUDGE_USERS]
 
 
 def adapt_stamp(kb, compiled_dir, leave_out, questions: int, seed: int) -> str:
@@ -196,7 +196,7 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     if saved is not None and saved.adapted.get("stamp") == stamp:
         return AdaptResult(saved, folder / "judges.json", True, time.perf_counter() - started)
 
-    embedder = embedder or resources.embedder()
+    embedder = embedder or get_embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
     bar, step = _step_bar(progress)
     written = None

@@ -304,14 +304,14 @@ def _adapt(args, kb) -> int:
 
 
 def _reader_demo(args, kb, compiled: Path, written: int) -> int:
-    """Write the reader's demo from ``kb``'s own documents (``program.judges.reader_demo``): from
+    """Write the reader's demo from ``kb``'s own documents (``program.adaptation.reader_demo``): from
     the ``written`` questions that adapted the judges, else from a few written for it (one LM
     call each). 0, or 2 with one line."""
     # lazy on purpose: the question writer and the LM load only here
     from program.adaptation.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
     from program.adaptation.lm_questions import write_questions
+    from program.adaptation.reader_demo import reader_demo, save_reader_demo
     from program.judges.adapted import adapted_dir
-    from program.judges.reader_demo import reader_demo, save_reader_demo
 
     where = adapted_dir(compiled, kb)
     if where is None:

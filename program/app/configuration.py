@@ -14,13 +14,13 @@ import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from program.adaptation.reader_demo import load_reader_demo, with_reader_demo
 from program.app import resources
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, CompiledError, check_dspy_version, evaluator_thresholds,
                                   has_compiled, load_confidence, load_state, operating_point_source, read_manifest,
                                   read_state, refinement_for)
 from program.judges import JUDGES_FILE, load_judges
 from program.judges.adapted import adapted_dir, load_adapted
-from program.judges.reader_demo import load_reader_demo, with_reader_demo
 from program.judges.store import JudgeSet
 from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
