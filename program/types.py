@@ -240,9 +240,10 @@ class Correction:
     grades: list[ChunkGrade] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CRAGResult:
-    """The answer to one question, with everything needed to audit it.
+    """The answer to one question, with everything needed to audit it; frozen, built once (crag
+    and self-crag: from the verdict, ``program.stages.verdict``; ``dataclasses.replace`` for a changed copy).
 
     Attributes:
         question: the question as asked.
