@@ -21,40 +21,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eval_sets.adversarial.schema import INPUTS, KINDS, LABELS
+
 DATA_DIR = Path(__file__).resolve().parent
 KB_DIR = DATA_DIR / "kb"
 
 SPLITS = ("train", "dev", "test")
-
-#: kind -> input field names given to ``dspy.Example.with_inputs``
-INPUTS: dict[str, tuple[str, ...]] = {
-    "grading": ("question", "passage"),
-    "strips": ("question", "strips"),
-    "rewrite": ("question",),
-    "support": ("claim", "evidence"),
-    "answers": ("question", "context"),
-    "queries": ("question",),
-}
-
-#: kind -> the label fields a metric compares against
-LABELS: dict[str, tuple[str, ...]] = {
-    "grading": ("reason", "relevance"),
-    "strips": ("relevant",),
-    "rewrite": ("expert_terms", "relevant_doc_ids"),
-    "support": ("support",),
-    "answers": ("gold_answers", "key_facts"),
-    "queries": (
-        "category",
-        "expected_action",
-        "relevant_doc_ids",
-        "answerable",
-        "gold_answers",
-        "key_facts",
-        "expert_terms",
-    ),
-}
-
-KINDS: tuple[str, ...] = tuple(INPUTS)
 
 
 def _check_kind(kind: str) -> None:

@@ -1,4 +1,6 @@
-"""Row-level rules of the adversarial set: vocabularies, the schema of each file, and ``check_row``.
+"""Row-level rules of the adversarial set: vocabularies, the schema of each file (its fields, which of
+them are a Signature's inputs and which its labels), and ``check_row``. A new kind of row is one entry
+in ``SCHEMAS``, ``INPUTS``, ``LABELS`` and ``LABEL_FIELD`` here, and its JSONL file.
 
 ``validate.py`` reads the files and the knowledge base and calls ``check_row`` on every row.
 """
@@ -73,6 +75,34 @@ SCHEMAS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     ),
 }
 KINDS = tuple(SCHEMAS)
+
+#: kind -> input field names given to ``dspy.Example.with_inputs``
+INPUTS: dict[str, tuple[str, ...]] = {
+    "grading": ("question", "passage"),
+    "strips": ("question", "strips"),
+    "rewrite": ("question",),
+    "support": ("claim", "evidence"),
+    "answers": ("question", "context"),
+    "queries": ("question",),
+}
+
+#: kind -> the label fields a metric compares against
+LABELS: dict[str, tuple[str, ...]] = {
+    "grading": ("reason", "relevance"),
+    "strips": ("relevant",),
+    "rewrite": ("expert_terms", "relevant_doc_ids"),
+    "support": ("support",),
+    "answers": ("gold_answers", "key_facts"),
+    "queries": (
+        "category",
+        "expected_action",
+        "relevant_doc_ids",
+        "answerable",
+        "gold_answers",
+        "key_facts",
+        "expert_terms",
+    ),
+}
 
 #: kind -> the field whose values are counted as "labels" in the report
 LABEL_FIELD = {

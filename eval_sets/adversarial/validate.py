@@ -36,7 +36,7 @@ from pathlib import Path
 from eval_sets.chunks import document_text, kb_files
 
 from eval_sets.adversarial.schema import (  # noqa: F401  (re-exported: the vocabularies live in schema.py)
-    ACTIONS, CATEGORIES, KINDS, REASONS, RELEVANCE_BANDS, SCHEMAS, SPLITS, SUPPORT, check_row,
+    ACTIONS, CATEGORIES, KINDS, LABEL_FIELD, REASONS, RELEVANCE_BANDS, SCHEMAS, SPLITS, SUPPORT, check_row,
 )
 
 DEFAULT_DIR = Path(__file__).resolve().parent
@@ -44,9 +44,6 @@ POPQA_KB = DEFAULT_DIR.parent / "popqa" / "knowledge_base.jsonl"
 KB_DOCS = (60, 100)
 KB_WORDS = (150, 500)
 
-#: kind -> the field whose values are counted as "labels" in the report
-LABEL_FIELD = {"grading": "reason", "strips": None, "rewrite": "source", "support": "support",
-               "answers": "case", "queries": "category"}
 
 
 class Report:

@@ -9,10 +9,10 @@ judgments' ``PredictorSpec`` from them and ``optimize.judge_choice.choose`` meas
 candidates with ``measure``, so neither names a judgment.
 
 Adding a judgment that learns from its own rows (``Judgment.example``, trained by
-``optimize.training.train.fit_from_rows``) now touches: its Signature (``signatures/``, and its
-``__init__``), its record and inputs (``program/judges/judgments.py``), its record here, its
-labeled rows with their kind's schema (``eval_sets/adversarial/``: the JSONL, ``INPUTS`` /
-``LABELS`` and ``schema.py``), and the stage that acts on it.
+``optimize.training.train.fit_from_rows``) touches four files of code: its Signature (a module of
+``signatures/``), its record and inputs (``program/judges/judgments.py``), its record here, and its
+rows' schema (``eval_sets/adversarial/schema.py``); beside them, its labeled rows (a JSONL file)
+and the stage that acts on what it judges.
 """
 
 from __future__ import annotations
