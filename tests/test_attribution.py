@@ -151,3 +151,31 @@ def test_a_marker_after_an_abbreviation_stays_in_its_sentence():
                                      "The card is issued by Lane Capital Bank, N.A. [1] under licence from Visa.", card)
     assert answer == "The card is issued by Lane Capital Bank, N.A. under licence from Visa [1]."
     assert [s.cited for s in sentences] == [[1]]
+
+
+# the handbook's answer (ask --kb eval_sets/handbook/kb, "How long does a detail assignment last?")
+# came out "…If the [1] detailee has gone up in GS level, … due to [1] federal policy …": the reader
+# copied hard-wrapped lines, and each line was cited as a sentence of its own
+def test_a_sentence_the_reader_copied_over_several_lines_is_one_sentence():
+    source = [Strip("external-details.md#3", 0,
+                    "Details last for 120 days. If the detailee has gone up in GS level, their detail must end at "
+                    "120 days, due to federal policy and bargaining unit (union) contracts around temporary "
+                    "promotions.")]
+    copied = ("Details last for 120 days [1].\n- It can be extended once [1].\nIf the\ndetailee has gone up in GS "
+              "level, their detail must end at 120 days, due to\nfederal policy and bargaining unit (union) contracts "
+              "around temporary\npromotions [1].")
+    assert answer_sentences(copied) == [
+        "Details last for 120 days [1].", "- It can be extended once [1].",
+        "If the detailee has gone up in GS level, their detail must end at 120 days, due to federal policy and "
+        "bargaining unit (union) contracts around temporary promotions [1]."]
+    answer, sentences, _ = attribute("How long does a detail last?", copied, source)
+    assert answer.endswith("If the detailee has gone up in GS level, their detail must end at 120 days, due to "
+                           "federal policy and bargaining unit (union) contracts around temporary promotions [1].")
+    assert [s.cited for s in sentences][-1] == [1]
+
+
+def test_code_and_indented_lines_are_not_joined():
+    fenced = "Run these [1]:\n```\nkubectl get pods\nkubectl describe pod web\n```"
+    assert answer_sentences(fenced) == ["Run these [1]:", "```", "kubectl get pods", "kubectl describe pod web", "```"]
+    yaml = "Set it in the spec [1]:\nmetadata:\n  name: web\n  labels: {}"
+    assert answer_sentences(yaml) == ["Set it in the spec [1]:", "metadata:", "name: web", "labels: {}"]

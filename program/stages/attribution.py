@@ -28,6 +28,9 @@ from program.types import AnswerSentence, Citation, CRAGResult, Strip
 # "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it, when a
 # sentence follows; in "Lane Capital Bank, N.A. [2] about Paylane" the stop is an abbreviation's.
 _MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)(?=\s*\Z|\s+[^\sa-z])")
+# a line break inside a sentence: the reader copied a hard-wrapped source line ("If the\ndetailee has …");
+# an indented next line (YAML, a nested item) is a line of its own
+_WRAPPED = re.compile(r"(?<![.!?:;\]`])[ \t]*\n(?=[a-z(])")
 _END = re.compile(r"^(.*?)([.!?…:]*)$", re.S)
 # Where a sentence joins two independent clauses: ", and if you reuse…", "; …", ", but …".
 _CLAUSE_JOIN = re.compile(r"\s*;\s+|,\s+(?:and|but|while|whereas|so)\s+")
@@ -45,8 +48,11 @@ def clauses(sentence: str, min_words: int = 3) -> list[str]:
 
 
 def answer_sentences(answer: str) -> list[str]:
-    """The answer's sentences, each with the markers written for it (ALCE's statements)."""
+    """The answer's sentences, each with the markers written for it (ALCE's statements); a line
+    break inside a sentence (a hard-wrapped line copied from the source) joins its two lines."""
     answer = _MARKER_AFTER_STOP.sub(lambda m: f"{m.group(2)}{m.group(1)}", answer.strip())
+    if "```" not in answer:  # a code block's lines stay lines
+        answer = _WRAPPED.sub(" ", answer)
     return [s.strip() for s in evidence_sentences(answer)]  # the self-check's splitter: claims cut alike
 
 
