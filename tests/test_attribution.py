@@ -168,6 +168,13 @@ def test_a_sentence_the_reader_copied_over_several_lines_is_one_sentence():
         "Details last for 120 days [1].", "- It can be extended once [1].",
         "If the detailee has gone up in GS level, their detail must end at 120 days, due to federal policy and "
         "bargaining unit (union) contracts around temporary promotions [1]."]
+    # the reader's own draft: a list item whose continuation lines are indented
+    draft = ("- The employee was detailed at the same GS level they currently occupy. If the\n  detailee has gone up "
+             "in GS level, their detail must end at 120 days, due to\n  federal policy and bargaining unit (union) "
+             "contracts around temporary\n  promotions.")
+    assert answer_sentences(draft)[1] == ("If the detailee has gone up in GS level, their detail must end at 120 days, "
+                                          "due to federal policy and bargaining unit (union) contracts around "
+                                          "temporary promotions.")
     answer, sentences, _ = attribute("How long does a detail last?", copied, source)
     assert answer.endswith("If the detailee has gone up in GS level, their detail must end at 120 days, due to "
                            "federal policy and bargaining unit (union) contracts around temporary promotions [1].")

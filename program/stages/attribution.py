@@ -28,9 +28,9 @@ from program.types import AnswerSentence, Citation, CRAGResult, Strip
 # "…in 1965. [1] It…": a marker after the full stop belongs to the sentence before it, when a
 # sentence follows; in "Lane Capital Bank, N.A. [2] about Paylane" the stop is an abbreviation's.
 _MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)(?=\s*\Z|\s+[^\sa-z])")
-# a line break inside a sentence: the reader copied a hard-wrapped source line ("If the\ndetailee has …");
-# an indented next line (YAML, a nested item) is a line of its own
-_WRAPPED = re.compile(r"(?<![.!?:;\]`])[ \t]*\n(?=[a-z(])")
+# a line break inside a sentence: the reader copied a hard-wrapped source line ("If the\n  detailee has …",
+# a list item's continuation); a next line that starts with a key ("  name: web", YAML) is a line of its own
+_WRAPPED = re.compile(r"(?<![.!?:;\]`])[ \t]*\n[ \t]*(?=[a-z(])(?![\w.-]+:(?:\s|$))")
 _END = re.compile(r"^(.*?)([.!?…:]*)$", re.S)
 # Where a sentence joins two independent clauses: ", and if you reuse…", "; …", ", but …".
 _CLAUSE_JOIN = re.compile(r"\s*;\s+|,\s+(?:and|but|while|whereas|so)\s+")
