@@ -96,3 +96,19 @@ def test_the_committed_pairs_are_built_from_todays_labels_and_code():
         "compiled/labeled_pairs.npz is stale: python -m optimize.training.sources --out compiled")
     names = [s.name for s in load_labeled(COMPILED_DIR)]
     assert names[0] == "popqa" and "kubernetes" in names and "owasp" not in names  # owasp only measures
+
+
+def test_the_stamp_names_files_by_their_place_in_the_project_not_on_the_disk(tmp_path):
+    # CI clones to /check/work/main: a stamp that hashed /work/main/... called the committed pairs stale
+    from optimize.training.sources import files_stamp
+
+    stamps = []
+    for clone in ("here", "elsewhere/deeper"):
+        root = tmp_path / clone
+        (root / "eval_sets").mkdir(parents=True)
+        (root / "eval_sets" / "rows.jsonl").write_text('{"q": 1}\n')
+        stamps.append(files_stamp([root / "eval_sets" / "rows.jsonl", root / "gone.md"], root))
+    assert stamps[0] == stamps[1]
+    (tmp_path / "here" / "eval_sets" / "rows.jsonl").write_text('{"q": 2}\n')
+    assert files_stamp([tmp_path / "here" / "eval_sets" / "rows.jsonl", tmp_path / "here" / "gone.md"],
+                       tmp_path / "here") != stamps[0]

@@ -86,16 +86,22 @@ def labeled_files(leave_out) -> list[Path]:
     return files
 
 
-def sources_stamp(leave_out) -> str:
-    """sha256 (16 hex digits) of what the labeled sources' pairs are made of: PopQA's files, the
-    kept domains' files and the code; equal stamps give the same pairs."""
-    digest = hashlib.sha256(json.dumps(sorted(leave_out)).encode())
-    for path in ([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
-                 + labeled_files(leave_out) + [ROOT / p for p in SOURCES_CODE]):
-        path = Path(path)
-        digest.update(path.as_posix().encode())
+def files_stamp(files, root: Path, salt: str = "") -> str:
+    """sha256 (16 hex digits) of ``files``, each named by its path under ``root``: the same files
+    in a clone at another place give the same stamp. A missing file counts as ``-``."""
+    digest = hashlib.sha256(salt.encode())
+    for path in map(Path, files):
+        digest.update(path.resolve().relative_to(root).as_posix().encode())
         digest.update(path.read_bytes() if path.is_file() else b"-")
     return digest.hexdigest()[:16]
+
+
+def sources_stamp(leave_out) -> str:
+    """sha256 (16 hex digits) of what the labeled sources' pairs are made of: PopQA's files, the
+    kept domains' files and the code; equal stamps give the same pairs, wherever the project is."""
+    files = ([popqa.QUESTIONS_PATH, popqa.SPLIT_PATH, popqa.KNOWLEDGE_BASE_PATH, popqa.WEB_SNAPSHOT_PATH]
+             + labeled_files(leave_out) + [ROOT / p for p in SOURCES_CODE])
+    return files_stamp(files, ROOT, json.dumps(sorted(leave_out)))
 
 
 def labeled_sources(leave_out=(), embedder=None, log=print) -> list[SourcePairs]:
@@ -154,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["domain_source", "labeled_sources", "main", "main_for_kb", "popqa_source", "sources_stamp"]
+__all__ = ["domain_source", "files_stamp", "labeled_sources", "main", "main_for_kb", "popqa_source", "sources_stamp"]
 
 
 if __name__ == "__main__":
