@@ -4,6 +4,8 @@
   ``eval_sets/popqa/split.json``) or a labeled domain (``adversarial``, the hand-labeled Paylane
   help centre; ``kubernetes``; ``handbook``: ``eval_sets.domains``), by split, as dicts with the
   same keys.
+* :func:`sample_part`: the sampling rule (``docs/evaluation.md``): a split's *choose* sample,
+  on which variants are chosen, and its *confirm* rest, on which a choice is confirmed.
 * :func:`is_correct`: the CRAG paper's rule (a gold string in the answer, case-insensitive);
   an unanswerable row is correct when the program abstained.
 """
@@ -21,8 +23,34 @@ from program.types import FALLBACK_ANSWER
 
 FALLBACK_TEXT = FALLBACK_ANSWER
 
+PARTS = ("choose", "confirm")
+# PopQA's choose sample is the first 100 of its dealt dev order: the 100 (``--limit 100``, seed
+# 0) that every variant up to 2026-12-06 was chosen on
+POPQA_CHOOSE = 100
 
-def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> list[dict]:
+
+def sample_part(name: str, rows: list[dict], part: str | None, seed: int) -> list[dict]:
+    """The ``part`` of a split's ``rows`` (all of them, in the loader's order) the sampling rule names.
+
+    ``choose``: PopQA's first ``POPQA_CHOOSE`` rows in its dealt order (spread over relations);
+    a domain's seeded stratified half (:func:`stratified_sample`, ``len(rows) // 2``).
+    ``confirm``: the split's other rows, in their order: no choice was made on them. None: ``rows``.
+
+    Raises:
+        ValueError: ``part`` is not ``choose``, ``confirm`` or None.
+    """
+    if part is None:
+        return rows
+    if part not in PARTS:
+        raise ValueError(f"unknown sample part {part!r}: choose or confirm")
+    choose = rows[:POPQA_CHOOSE] if name == "popqa" else stratified_sample(rows, max(1, len(rows) // 2), seed)
+    if part == "choose":
+        return choose
+    chosen = {r["id"] for r in choose}
+    return [r for r in rows if r["id"] not in chosen]
+
+
+def load_set(name: str, limit: int | None, seed: int, split: str = "dev", part: str | None = None) -> list[dict]:
     """Load an evaluation set as uniform rows.
 
     Args:
@@ -34,6 +62,8 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
         seed: sampling seed.
         split: ``dev`` (default: evaluation runs), ``train`` (analyses only: judges and prompts
             learn from it) or, for a domain, ``test``. PopQA has no ``test`` split.
+        part: ``choose`` or ``confirm`` (:func:`sample_part`), taken before ``limit`` samples
+            within it; None: the whole split.
 
     Returns:
         Dicts with ``id``, ``question``, ``relation`` (PopQA relation, or the adversarial
@@ -53,12 +83,13 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
             print(f"error: --set popqa --split {split}: PopQA has only the splits {' and '.join(SPLITS)} "
                   "(eval_sets/popqa/split.json; evaluate on dev, learn from train)", file=sys.stderr)
             raise SystemExit(2)
-        return [
+        rows = [
             {"id": q["id"], "question": q["question"], "relation": q["relation"] or "",
              "gold": list(q["possible_answers"] or []), "expected_action": None, "answerable": True,
              "needs_retrieval": True}
-            for q in load_questions(limit=limit, seed=seed, split=split)
+            for q in load_questions(limit=None if part else limit, seed=seed, split=split)
         ]
+        return sample_part(name, rows, part, seed)[:limit] if part else rows
     if name in DOMAINS:
         try:
             raw = load_domain_rows(name, "queries", split)
@@ -75,6 +106,7 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev") -> lis
             "answerable": bool(r.get("answerable", True)),
             "needs_retrieval": bool(r.get("needs_retrieval", True)),
         } for i, r in enumerate(raw)]
+        rows = sample_part(name, rows, part, seed)
         return stratified_sample(rows, limit, seed) if limit else rows
     print(f"error: unknown --set {name!r} (popqa, {', '.join(sorted(DOMAINS))})", file=sys.stderr)
     raise SystemExit(2)

@@ -75,7 +75,7 @@ from tqdm import tqdm
 
 from eval_sets.domains import DOMAINS
 from optimize import report
-from optimize.eval_data import demo_questions, held_out, is_correct, load_set, stratified_sample  # noqa: F401 - public here since the split
+from optimize.eval_data import demo_questions, held_out, is_correct, load_set, sample_part, stratified_sample  # noqa: F401 - public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.selective import plot_risk_coverage
 from optimize.user_questions import QuestionsFileError, load_questions_file
@@ -87,12 +87,12 @@ ACTIONS = report.ACTIONS
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m optimize.evaluate", description=__doc__.split("\n")[0])
-    p.add_argument("--set", dest="set_name", default="popqa",
-                   help="popqa | adversarial (the help centre) | kubernetes | handbook | owasp (eval_sets/DOMAINS.md)")
+    p.add_argument("--set", dest="set_name", default="popqa", help="popqa|adversarial|kubernetes|handbook|owasp")
     p.add_argument("--split", default="dev", choices=["train", "dev", "test"],
                    help="split of either set (default dev); PopQA has train and dev only (eval_sets/popqa/split.json)")
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample", choices=("choose", "confirm"), help="the split's part (docs/evaluation.md)")
     p.add_argument("--modes", default="closed,rag,crag", help=f"comma-separated: {','.join(MODES)}")
     p.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     p.add_argument("--out", default=None, help="output folder (default results/<date>-<time>-<set>/)")
@@ -399,12 +399,13 @@ def _print_report(args: argparse.Namespace, n_questions: int, model, summary: di
 def _rows(args: argparse.Namespace) -> list[dict] | None:
     """The questions to ask: the user's file (``--questions``; None after one error line), else the set's split."""
     if not args.questions:
-        return load_set(args.set_name, args.limit, args.seed, args.split)
+        return load_set(args.set_name, args.limit, args.seed, args.split, args.sample)
     try:
         rows = load_questions_file(args.questions)
     except QuestionsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    rows = sample_part("questions", rows, args.sample, args.seed)
     return stratified_sample(rows, args.limit, args.seed) if args.limit else rows
 
 
@@ -457,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     _risk_plot(csv_path, out_dir / RISK_PLOT_FILE, f"{args.set_name} {args.split}, {len(rows)} questions, {model}")
     meta = {"set": args.set_name, "questions": args.questions, "split": None if args.questions else args.split,
             "limit": args.limit,
-            "seed": args.seed, "model": model, "compiled": compiled, "cache": not args.no_cache,
+            "seed": args.seed, "sample": args.sample, "model": model, "compiled": compiled, "cache": not args.no_cache,
             "groundedness": args.groundedness, "decide_retrieval": args.decide_retrieval, "web": args.web,
             "threads": threads,
             "retrieval": args.retrieval or "hybrid", "verify_band": args.verify_band,

@@ -247,6 +247,34 @@ def test_load_set_popqa_samples_only_dev():
     assert {r["id"] for r in eval_data.load_set("popqa", None, 0, "train")} == split["train"]
 
 
+def test_popqa_chooses_on_the_100_every_variant_was_chosen_on_and_confirms_on_the_rest():
+    choose = eval_data.load_set("popqa", None, 0, "dev", "choose")
+    confirm = eval_data.load_set("popqa", None, 0, "dev", "confirm")
+    assert [r["id"] for r in choose] == [r["id"] for r in eval_data.load_set("popqa", 100, 0)]
+    assert len(confirm) == 202 and not {r["id"] for r in choose} & {r["id"] for r in confirm}
+    first = eval_data.load_set("popqa", 150, 0, "dev", "confirm")
+    assert [r["id"] for r in first] == [r["id"] for r in confirm[:150]]
+    assert len({r["relation"] for r in first}) >= 8  # the dealt order spreads it over relations
+
+
+def test_a_domain_chooses_on_a_stratified_half_of_dev_and_confirms_on_the_other():
+    dev = eval_data.load_set("kubernetes", None, 0, "dev")
+    choose = eval_data.load_set("kubernetes", None, 0, "dev", "choose")
+    confirm = eval_data.load_set("kubernetes", None, 0, "dev", "confirm")
+    assert len(choose) == len(dev) // 2 and len(choose) + len(confirm) == len(dev)
+    assert not {r["id"] for r in choose} & {r["id"] for r in confirm}
+    assert {r["relation"] for r in choose} == {r["relation"] for r in dev}
+    with pytest.raises(ValueError, match="unknown sample part 'tune': choose or confirm"):
+        eval_data.sample_part("kubernetes", dev, "tune", 0)
+
+
+def test_the_sample_part_is_a_flag_and_only_choose_or_confirm(capsys):
+    assert evaluate.parse_args(["--sample", "confirm", "--limit", "150"]).sample == "confirm"
+    with pytest.raises(SystemExit):
+        evaluate.parse_args(["--sample", "test"])
+    assert "invalid choice: 'test'" in capsys.readouterr().err
+
+
 def test_evaluate_rejects_an_unknown_set(fake_program, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         evaluate.main(["--set", "nosuch", "--out", str(tmp_path)])
