@@ -246,7 +246,9 @@ class CRAGResult:
     and self-crag: from the verdict, ``program.stages.verdict``; ``dataclasses.replace`` for a changed copy).
 
     Attributes:
-        question: the question as asked.
+        question: the question answered: as asked, or for a follow-up in a conversation the
+            standalone question it was rewritten into (``program.stages.followup``).
+        asked: the follow-up as the user wrote it, when it was rewritten into ``question``; else "".
         answer: final answer text (``FALLBACK_ANSWER`` when the fallback fired).
         action: the evaluator's action (``langgraph``: its route, CORRECT when every passage was
             graded relevant, INCORRECT when one was not and it took the web route), or None when
@@ -292,6 +294,7 @@ class CRAGResult:
     answer: str
     action: Action | None = None
     confidence: float = 0.0
+    asked: str = ""
     draft: str = ""
     draft_checks: dict = field(default_factory=dict)
     declined: str = ""

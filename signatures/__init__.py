@@ -5,6 +5,7 @@ Docstrings are the instructions the optimizers start from (docs/how-it-works.md)
 
 from signatures.answering import AnswerClosedBook, GenerateAnswer, GenerateStrictAnswer
 from signatures.baseline import GradeDocumentBinary, RewriteForWebSearch
+from signatures.conversing import StandaloneQuestion
 from signatures.deciding import DecideRetrieval
 from signatures.grading import GradeRetrieval, StripRelevance
 from signatures.rewriting import RewriteQuery
@@ -23,6 +24,7 @@ __all__ = [
     "JudgeUsefulness",
     "RewriteForWebSearch",
     "RewriteQuery",
+    "StandaloneQuestion",
     "StripRelevance",
     "WriteQuestion",
 ]

@@ -25,6 +25,7 @@ from signatures import (  # noqa: E402
     JudgeUsefulness,
     RewriteForWebSearch,
     RewriteQuery,
+    StandaloneQuestion,
     StripRelevance,
 )
 from tests.fake_lm import FakeLM, parse_list  # noqa: E402
@@ -108,6 +109,13 @@ def extract(inputs):
     return {"claims": [s for s in re.split(r"(?<=\.)\s+", inputs["answer"]) if s]}
 
 
+def standalone(inputs):
+    """A follow-up's "it" replaced by the first capitalised name of two words in the conversation."""
+    names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+", inputs["conversation"])
+    question = re.sub(r"\bit\b", names[0], inputs["followup"]) if names else inputs["followup"]
+    return {"standalone_question": question}
+
+
 def decide(inputs):
     """Greetings and thanks need no retrieval; everything else does."""
     return {"needs_retrieval": re.match(r"(hi|hello|thanks|thank you)\b", inputs["question"], re.I) is None}
@@ -137,6 +145,7 @@ def default_rules() -> dict:
         GradeDocumentBinary: grade_binary,
         RewriteForWebSearch: rewrite_for_web,
         JudgeUsefulness: lambda i: {"useful": "don't know" not in i["answer"].lower()},
+        StandaloneQuestion: standalone,
     }
 
 

@@ -30,6 +30,9 @@ SERVE = [
     (["--trace-jsonl", "{tmp}"], "error: --trace-jsonl {tmp}: cannot write to it: Is a directory"),
     (["--compiled", "no/such/folder"], "error: --compiled no/such/folder: no compiled program there"),
     (["--web", "altavista"], "error: argument --web: invalid choice: 'altavista'"),
+    (["--host", "0.0.0.0"], "error: --host 0.0.0.0: other machines could ask without a key; set CRAG_SERVE_API_KEY"),
+    (["--api-key", "short"], "error: --api-key: a key needs at least 16 characters and no spaces"),
+    (["--api-key", "a-long-enough-key-1234", "--no-api-key"], "error: --no-api-key: a key is set too; choose one"),
 ]
 INDEX = [
     (["--time-cap", "0"], "error: --time-cap must be more than 0 and at most 86400, got 0"),

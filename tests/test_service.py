@@ -153,7 +153,7 @@ def test_an_oversized_or_malformed_body_is_refused(service):
 def test_healthz_names_the_lm_knowledge_base_compile_and_queue(service):
     health = httpx.get(f"{service.base}/healthz").json()
     assert health["status"] == "ready" and health["lm"] == "openai/fake" and health["embedded_lm"] is False
-    assert health["knowledge_base"] == {"name": "docs", "chunks": 2}  # the folder's name, not its path
+    assert health["knowledge_base"] == {"name": "docs", "model": "docs", "chunks": 2}  # the folder's name, not its path
     assert health["compiled"] is None and health["web"] == "none"
     assert health["queue"] == {"running": 0, "waiting": 0, "concurrency": 8, "max_queue": 64}
     assert health["judges"] == {"judgments": {"passage": "similarity", "strip": "lm", "support": "lm",

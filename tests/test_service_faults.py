@@ -74,7 +74,7 @@ def test_oversized_and_unparseable_bodies_name_nothing_internal(service):
 def test_healthz_says_ready_with_names_not_paths(which, request, served_fake_lm):
     server = request.getfixturevalue(which)
     health = httpx.get(f"{server.base}/healthz").json()
-    assert health["status"] == "ready" and health["knowledge_base"] == {"name": "docs", "chunks": 2}
+    assert health["status"] == "ready" and health["knowledge_base"] == {"name": "docs", "model": "docs", "chunks": 2}
     assert health["web"] == ("none" if which == "service" else "snapshot")
     assert_nothing_internal(httpx.get(f"{server.base}/healthz").text, str(server.root), str(server.docs),
                             served_fake_lm.base)
@@ -110,7 +110,8 @@ def test_a_slow_question_is_a_504_and_no_room_is_a_503(tight_service, served_fak
 def test_a_body_announced_and_never_sent_is_cut_off(tight_service):
     port = int(tight_service.base.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
-        conn.sendall(b"POST /ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n")
+        conn.sendall(b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 40\r\n\r\n")
         started, data = time.monotonic(), b""
         while chunk := conn.recv(4096):  # until the server closes the connection
             data += chunk

@@ -71,7 +71,7 @@ def test_narrowing_is_answered(tight_service, served_fake_lm):
 
 
 @pytest.mark.parametrize("body", [
-    {"question": Q, "k": "3"}, {"question": Q, "k": 2.0}, {"question": Q, "k": True}, {"question": Q, "self_check": 1},
+    {"question": Q, "k": "3"}, {"question": Q, "k": 2.5}, {"question": Q, "k": True}, {"question": Q, "self_check": 1},
     {"question": Q, "self_check": "true"}, {"question": Q, "decide_retrieval": "yes"},
     {"question": Q, "decide_retrieval": 0}, {"question": 42},
 ])
@@ -80,6 +80,13 @@ def test_options_of_another_json_type_are_refused(service, body):
     assert response.status_code == 422, response.text
     field = next(k for k, v in body.items() if k != "question" or not isinstance(v, str))
     assert response.json()["detail"].startswith(f"{field}: ")
+
+
+def test_a_whole_number_written_with_a_zero_fraction_is_a_whole_number(service):
+    # JSON Schema's "integer" takes 1.0; the schema fuzzer sent it and got a 422 (a bug)
+    response = httpx.post(f"{service.base}/ask", json={"question": "Who founded Acme Rockets?", "k": 1.0}, timeout=60)
+    assert response.status_code == 200, response.text
+    assert len(response.json()["grades"]) == 1
 
 
 @pytest.mark.parametrize("question", ["\u200b\u200b", " \u200b\u200d\ufeff ", "\u200e"])

@@ -68,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="seconds a question may take, waiting included; then 504 (default 300)")
     serve.add_argument("--read-timeout", type=float, default=30.0,
                        help="seconds a client may take to send its request body; then 408 (default 30)")
+    serve.add_argument("--api-key", default=None,
+                       help="require 'Authorization: Bearer KEY' on every route but /healthz and the page's files; "
+                            "env CRAG_SERVE_API_KEY (better: not seen in the process list); at least 16 characters")
+    serve.add_argument("--no-api-key", action="store_true",
+                       help="serve a non-loopback --host without a key (refused otherwise)")
+    serve.add_argument("--allowed-hosts", default=None,
+                       help="comma-separated host names clients may call this server by (Host and Origin headers), "
+                            "besides the address it listens on and, on loopback, localhost; env CRAG_ALLOWED_HOSTS")
     _program_options(serve)
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH",
                            description="Index the documents under PATH: Markdown (.md, .markdown), text (.txt), HTML "

@@ -6,7 +6,9 @@ it and exits 2. Light on purpose (no DSPy, no torch): it runs before the model o
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,6 +67,40 @@ def check_serve_flags(args) -> None:
     in_range("--max-queue", args.max_queue, 0, 10_000)
     in_range("--timeout", args.timeout, 0, 86_400, above=True)
     in_range("--read-timeout", args.read_timeout, 0, 3_600, above=True)
+    check_access(args)
+
+
+MIN_KEY_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost``, ``127.0.0.0/8`` and ``::1``: a server only this machine reaches."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_key(args) -> str | None:
+    """The service's bearer key: ``--api-key``, else ``CRAG_SERVE_API_KEY``, else None."""
+    return getattr(args, "api_key", None) or os.environ.get("CRAG_SERVE_API_KEY") or None
+
+
+def check_access(args) -> None:
+    """A key that is long enough and one line; no key on a host other machines reach unless
+    ``--no-api-key`` says so. Raises ``SetupError``."""
+    key = serve_key(args)
+    where = "--api-key" if getattr(args, "api_key", None) else "CRAG_SERVE_API_KEY"
+    if key is not None and (len(key) < MIN_KEY_CHARS or any(c.isspace() or not c.isprintable() for c in key)):
+        raise SetupError(f"{where}: a key needs at least {MIN_KEY_CHARS} characters and no spaces")
+    if key and getattr(args, "no_api_key", False):
+        raise SetupError("--no-api-key: a key is set too; choose one")
+    if key is None and not is_loopback(args.host) and not getattr(args, "no_api_key", False):
+        raise SetupError(f"--host {args.host}: other machines could ask without a key; set CRAG_SERVE_API_KEY "
+                         "(or --api-key), or --no-api-key to serve without one")
 
 
 def check_program_flags(args) -> None:

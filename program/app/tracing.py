@@ -8,6 +8,7 @@ module's parts start and end and turns each into one event, a JSON-ready dict:
 event              data
 =================  =========================================================================
 question           ``question``
+followup           ``asked`` (the user's last message), ``standalone`` (the question the route answers)
 decide-retrieval   ``needs_retrieval`` (Self-RAG's Retrieve token)
 retrieved          ``stage`` (``initial`` | ``corrected``), ``passages`` (id, title, url, source, score, text)
 graded             ``stage``, ``grades`` (passage_id, score, reason, explanation), ``lower``, ``upper``
@@ -50,6 +51,7 @@ from program.stages.attribution import Attributor
 from program.stages.crag import CRAG
 from program.stages.decision import Decider
 from program.stages.evaluator import RetrievalEvaluator
+from program.stages.followup import FollowUp
 from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
 from program.stages.refine import KnowledgeRefiner
@@ -176,6 +178,8 @@ class StepRecorder(BaseCallback):
             self.emit("claims", claims=outputs, retry=self._checks > 1)
         elif isinstance(instance, UsefulnessJudge):
             self.emit("usefulness", score=outputs)
+        elif isinstance(instance, FollowUp):
+            self.emit("followup", asked=inputs.get("followup", ""), standalone=outputs)
         elif isinstance(instance, Attributor):
             self.emit("answer", answer=outputs.answer, strict=False, closed_book=False, cited=True,
                       sentences=outputs.sentences, citations=outputs.citations)

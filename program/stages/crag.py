@@ -9,6 +9,7 @@ question and answers closed-book when no retrieval is needed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 
 import dspy
@@ -25,6 +26,7 @@ from program.stages.attribution import Attribution, Attributor
 from program.stages.decision import Decider, Decision, unmentioned_reason
 from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, check_draft
 from program.stages.evaluator import RetrievalEvaluator
+from program.stages.followup import FollowUp
 from program.stages.generation import AnswerGenerator
 from program.stages.instructions import InstructionFilter
 from program.stages.refine import KnowledgeRefiner
@@ -119,6 +121,7 @@ class CRAG(dspy.Module):
         self.instruction_filter = InstructionFilter()
         self.refiner = KnowledgeRefiner(embedder, max_strips=caps.strips if caps else 4, judges=judges)
         self.web_searcher = WebSearcher(web, k=caps.web_pages if caps else self.settings.web_k)
+        self.followup = FollowUp()
         self.generator = AnswerGenerator()
         self.checker = ClaimChecker(max_claims=caps.claims if caps else 8, judges=judges)
         self.usefulness = UsefulnessJudge(judges=judges)
@@ -165,18 +168,32 @@ class CRAG(dspy.Module):
         """The evaluation mode this program plays: ``self-crag`` with the claim check, else ``crag``."""
         return "self-crag" if self.settings.self_check else "crag"
 
-    def forward(self, question: str) -> CRAGResult:
-        question = validate_question(question)
+    def forward(self, question: str, history: Sequence[tuple[str, str]] = ()) -> CRAGResult:
+        """Answer ``question``; ``history`` is the conversation before it (``(role, text)`` pairs,
+        ``user`` or ``assistant``, oldest first), whose follow-up is first rewritten into a
+        standalone question (``program.stages.followup``; ``result.asked`` keeps the user's words)."""
+        asked = validate_question(question)
         trace = Trace(judges=self.judges_report())
         with guarded(self.settings.caps or QuestionCaps.from_env()) as guard, inputs_as_data():
             try:
-                return self._forward(question, trace)
+                question = self._standalone(asked, history, trace)
+                result = self._forward(question, trace)
             except CapReached as cap:  # bounded work (program.guards.caps): stop with the honest fallback
                 trace.note(f"stopped: {cap}; honest fallback")
-                return CRAGResult(question=question, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode,
-                                  declined_because=f"stopped: {cap}", reason=f"stopped: {cap}")
+                result = CRAGResult(question=asked, answer=FALLBACK_ANSWER, trace=trace, fallback=True, mode=self.mode,
+                                    declined_because=f"stopped: {cap}", reason=f"stopped: {cap}")
             finally:
                 trace.caps_hit.extend(guard.caps_hit)
+        return replace(result, asked=asked) if result.question != asked else result
+
+    def _standalone(self, asked: str, history: Sequence[tuple[str, str]], trace: Trace) -> str:
+        """The follow-up ``asked`` as a standalone question (no LM call without an earlier user turn)."""
+        if not any(role == "user" for role, _ in history):
+            return asked
+        with step(trace, "followup"):
+            question = self.followup(history=list(history), followup=asked)
+        trace.note(f"follow-up {asked!r} read as {question!r}")
+        return question
 
     def _forward(self, question: str, trace: Trace) -> CRAGResult:
         if self.decide_retrieval and not self._needs_retrieval(question, trace):

@@ -1,18 +1,22 @@
-"""The endpoints: ``POST /ask``, ``POST /ask/stream``, ``GET /healthz``, ``GET /`` (the page), ``/docs``."""
+"""The endpoints: ``POST /ask``, ``POST /ask/stream``, ``GET /healthz``, ``GET /`` (the page), ``/docs``, and
+OpenAI's ``POST /v1/chat/completions`` and ``GET /v1/models`` (``program.app.service.chat``)."""
 
 # (no ``from __future__ import annotations``: the endpoints' body type is made per server, and
 # FastAPI must see it as an object, not a name to look up in this module)
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.sse import EventSourceResponse
 from fastapi.staticfiles import StaticFiles
 
-from program.app.service.limits import DEFAULT_READ_TIMEOUT, BodyLimits, install_error_handlers
+from program.app.service import chat
+from program.app.service.access import Access, AccessControl
+from program.app.service.limits import DEFAULT_READ_TIMEOUT, BodyLimits, error_response, install_error_handlers
 from program.app.service.models import AskRequest, ErrorBody, Health, QueueHealth, for_server
 from program.app.service.public import public
 from program.app.service.runner import Options, QuestionRunner, ServiceError
@@ -20,7 +24,7 @@ from program.app.service.streaming import step_events
 from program.types import CRAGResult
 
 PAGE_DIR = Path(__file__).parent / "page"
-ERROR_STATUSES = (400, 408, 413, 422, 499, 500, 502, 503, 504)
+ERROR_STATUSES = (400, 401, 403, 404, 408, 413, 422, 499, 500, 502, 503, 504)
 ERRORS = {status: {"model": ErrorBody} for status in ERROR_STATUSES}
 # The stream's errors come before any event, as JSON: said so, or the schema would give them its media type.
 STREAM_ERRORS = {status: {"description": "Error", "content": {"application/json": {
@@ -44,22 +48,68 @@ def _options(body: AskRequest) -> Options:
     return Options(k=body.k, web=body.web, decide_retrieval=body.decide_retrieval, self_check=body.self_check)
 
 
-def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: float = DEFAULT_READ_TIMEOUT) -> FastAPI:
+async def _until_done(task: asyncio.Task, request: Request):
+    """``task``'s result; a client that goes away first stops it (499)."""
+    try:
+        while not (await asyncio.wait({task}, timeout=0.25))[0]:
+            if await request.is_disconnected():
+                raise HTTPException(499, "stopped: the client went away")
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _add_chat_routes(app: FastAPI, runners: dict[str, QuestionRunner], started: int) -> None:
+    """OpenAI's ``POST /v1/chat/completions`` and ``GET /v1/models`` over ``runners`` (model name -> runner)."""
+
+    @app.post("/v1/chat/completions", responses=ERRORS, summary="OpenAI's chat API: answer the last message")
+    async def chat_completions(body: chat.ChatRequest, request: Request):
+        """A ``chat.completion`` (or with ``stream: true`` its chunks, then ``[DONE]``) whose
+        message is the answer with its ``[n]`` markers or the decline; ``citations`` and ``crag``
+        (action, confidence, declined, reason, the standalone question) are extra fields."""
+        chosen = runners.get(body.model)
+        if chosen is None:
+            raise chat.unknown_model(body.model, list(runners))
+        if chosen.full:
+            raise HTTPException(503, f"busy: {chosen.waiting} questions are waiting; try again later")
+        if body.stream:
+            return StreamingResponse(chat.completion_chunks(chosen, body, body.model), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        recorder = chosen.recorder()
+        history, question = body.conversation()
+        task = asyncio.create_task(chosen.answer(question, Options(), recorder, history=history))
+        result = await _until_done(task, request)
+        return JSONResponse(chat.completion(result, body.model, recorder.request),
+                            headers={"X-Request-ID": recorder.request})
+
+    @app.get("/v1/models", summary="OpenAI's model list: one model per knowledge base")
+    async def list_models() -> dict:
+        return chat.models(list(runners), started)
+
+
+def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: float = DEFAULT_READ_TIMEOUT,
+               access: Access | None = None, name: str = "default") -> FastAPI:
     """The FastAPI app answering with ``runner``; ``info`` is what ``/healthz`` reports of the
     loaded program (``lm``, ``embedded_lm``, ``knowledge_base``, ``compiled``, ``web``, ``thresholds``,
-    ``judges``: names, never paths or addresses); ``read_timeout`` bounds a request body's arrival (408)."""
+    ``judges``: names, never paths or addresses); ``read_timeout`` bounds a request body's arrival (408);
+    ``access`` the key and hosts (``program.app.service.access``; default: no key, any host); ``name``
+    the knowledge base's name, the model the chat endpoint answers as."""
     app = FastAPI(title="CRAG with Self-RAG checks",
                   description="Corrective RAG as a compiled DSPy program: ask, watch each step, read why it answered.",
                   version="0.1.0")
     app.state.runner, app.state.info = runner, dict(info or {})
     app.add_middleware(BodyLimits, read_timeout=read_timeout)
+    app.add_middleware(AccessControl, access=access or Access())  # added last: runs first
     install_error_handlers(app)
     Asked = Annotated[AskRequest, Depends(_admission(runner))]
+    runners, started = {name: runner}, int(time.time())
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError):
-        return JSONResponse({"detail": str(exc) + (f" (request {exc.request})" if exc.request else "")},
-                            status_code=exc.status, headers={"X-Request-ID": exc.request} if exc.request else None)
+        detail = str(exc) + (f" (request {exc.request})" if exc.request else "")
+        return error_response(request.url.path, exc.status, detail,
+                              {"X-Request-ID": exc.request} if exc.request else None)
 
     @app.post("/ask", response_model=CRAGResult, responses=ERRORS, summary="Answer a question; the whole result")
     async def ask(body: Asked, request: Request, response: Response) -> CRAGResult:
@@ -67,14 +117,7 @@ def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: f
         recorder = runner.recorder()
         response.headers["X-Request-ID"] = recorder.request
         task = asyncio.create_task(runner.answer(body.question, _options(body), recorder))
-        try:
-            while not (await asyncio.wait({task}, timeout=0.25))[0]:
-                if await request.is_disconnected():
-                    raise HTTPException(499, "stopped: the client went away")
-            return public(task.result())  # no server path in it
-        finally:
-            if not task.done():
-                task.cancel()
+        return public(await _until_done(task, request))  # no server path in it
 
     @app.post("/ask/stream", response_class=EventSourceResponse, responses=STREAM_ERRORS,
               summary="Answer a question, streaming one event per step")
@@ -84,7 +127,10 @@ def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: f
         async for event in step_events(runner, body.question, _options(body)):
             yield event
 
-    @app.get("/healthz", response_model=Health, summary="Ready or busy, what is loaded (by name), the queue")
+    _add_chat_routes(app, runners, started)
+
+    @app.api_route("/healthz", methods=["GET", "HEAD"], response_model=Health,
+                   summary="Ready or busy, what is loaded (by name), the queue")
     async def healthz() -> Health:
         queue = QueueHealth(running=runner.running, waiting=runner.waiting, concurrency=runner.concurrency,
                             max_queue=runner.max_queue)

@@ -13,13 +13,36 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 # A question is at most 2,000 characters: 16 KB holds it, escaped, with every option.
 MAX_BODY_BYTES = 16 * 1024
+# A chat front-end sends the whole conversation with every question.
+CHAT_MAX_BODY_BYTES = 256 * 1024
 DEFAULT_READ_TIMEOUT = 30.0
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                      404: "not_found_error", 408: "timeout", 413: "invalid_request_error",
+                      422: "invalid_request_error", 429: "rate_limit_error", 503: "overloaded_error"}
 
 log = logging.getLogger("program.service")
 
 
-def _too_large() -> str:
-    return f"the request body is over the {MAX_BODY_BYTES}-byte limit"
+def body_limit(path: str) -> int:
+    """The largest request body ``path`` takes, in bytes."""
+    return CHAT_MAX_BODY_BYTES if path.startswith("/v1/") else MAX_BODY_BYTES
+
+
+def _too_large(path: str = "") -> str:
+    return f"the request body is over the {body_limit(path)}-byte limit"
+
+
+def error_body(path: str, status: int, detail: str) -> dict:
+    """Every error's body: ``{"detail": one line}``; on the OpenAI routes (``/v1/…``) also
+    OpenAI's ``{"error": {"message", "type", "code"}}``, which its clients show."""
+    body = {"detail": detail}
+    if path.startswith("/v1/"):
+        body["error"] = {"message": detail, "type": OPENAI_ERROR_TYPES.get(status, "api_error"), "code": status}
+    return body
+
+
+def error_response(path: str, status: int, detail: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse(error_body(path, status, detail), status_code=status, headers=headers)
 
 
 class BodyLimits:
@@ -39,8 +62,9 @@ class BodyLimits:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length", b"")
-        if length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return await JSONResponse({"detail": _too_large()}, status_code=413)(scope, receive, send)
+        path, limit = scope["path"], body_limit(scope["path"])
+        if length.isdigit() and int(length) > limit:
+            return await error_response(path, 413, _too_large(path))(scope, receive, send)
         received, complete = 0, False
 
         async def bounded():
@@ -54,8 +78,8 @@ class BodyLimits:
                                     headers={"Connection": "close"}) from None
             received += len(message.get("body", b""))
             complete = message["type"] != "http.request" or not message.get("more_body", False)
-            if received > MAX_BODY_BYTES:
-                raise HTTPException(413, _too_large())
+            if received > limit:
+                raise HTTPException(413, _too_large(path))
             return message
 
         return await self.app(scope, bounded, send)
@@ -82,17 +106,18 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return JSONResponse({"detail": "; ".join(_one_line(e) for e in exc.errors())}, status_code=422)
+        return error_response(request.url.path, 422, "; ".join(_one_line(e) for e in exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
+        path = request.url.path
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's "error parsing the body": bytes that are not UTF-8, so not JSON
-            return JSONResponse({"detail": "the body is not valid JSON"}, status_code=422)
-        detail = _too_large() if exc.status_code == 413 else str(exc.detail)
-        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+            return error_response(path, 422, "the body is not valid JSON")
+        detail = _too_large(path) if exc.status_code == 413 else str(exc.detail)
+        return error_response(path, exc.status_code, detail, exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         log.error("%s %s: unexpected %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        return JSONResponse({"detail": "internal error"}, status_code=500)
+        return error_response(request.url.path, 500, "internal error")

@@ -11,6 +11,19 @@ from program.guards.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, valida
 from program.web.config import BACKEND_NAMES
 
 
+def _whole_number(value):
+    # JSON Schema's integer takes 1.0 (a number whose fraction is zero); strict pydantic would not
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def whole_number(low: int, high: int):
+    """An integer in ``[low, high]`` as JSON Schema reads one: ``3`` and ``3.0``, not ``"3"`` or ``true``."""
+    # the bounds before the validator: after it, the schema would say "ge"/"le", not minimum/maximum
+    return Annotated[int, Field(ge=low, le=high), BeforeValidator(_whole_number)]
+
+
 class AskRequest(BaseModel):
     """A question and its options. Unknown fields are refused (422), as are out-of-range values and
     values of another JSON type (strict: ``"3"`` is no integer, ``1`` no boolean).
@@ -29,7 +42,7 @@ class AskRequest(BaseModel):
                           max_length=4 * MAX_QUESTION_CHARS,
                           # documents validate_question's rules; validate_question enforces them
                           json_schema_extra={"pattern": QUESTION_PATTERN})
-    k: int | None = Field(None, ge=1, le=MAX_K, description="passages retrieved and graded")
+    k: whole_number(1, MAX_K) | None = Field(None, description="passages retrieved and graded")
     web: Literal[BACKEND_NAMES] | None = Field(None, description="web backend for the corrective path; "
                                                              "'none' for no web")
     decide_retrieval: bool | None = Field(None, description="first ask whether the question needs sources at all")
@@ -58,7 +71,7 @@ def for_server(k: int, web: str, decide_retrieval: bool) -> type[AskRequest]:
     decide = bool if decide_retrieval else Annotated[Literal[False], BeforeValidator(_a_boolean)]
     return create_model(
         "AskRequest", __base__=AskRequest, __doc__=AskRequest.__doc__,
-        k=(int | None, Field(None, ge=1, le=k,
+        k=(whole_number(1, k) | None, Field(None,
                              description=f"passages retrieved and graded; at most {k} (the server's)")),
         web=(Literal[webs] | None, Field(None, description="'none' for no web; else the server's own backend only")),
         decide_retrieval=(decide | None, Field(None, description="first ask whether the question needs sources at "
@@ -87,7 +100,8 @@ class Health(BaseModel):
     lm: str = Field(description="the language model, e.g. embedded-1.5b or openai/gpt-4o-mini (never its address)")
     embedded_lm: bool = Field(description="true for the in-process model (requests queue for it)")
     knowledge_base: dict = Field(description="its name (the corpus folder's or file's name, the database table's, "
-                                             "never a path) and number of chunks")
+                                             "never a path), its model name on /v1/chat/completions and its "
+                                             "number of chunks")
     compiled: dict | None = Field(description="the compile loaded (its folder's name, LM, date, DSPy version, dev "
                                               "score); null when the signatures are uncompiled")
     web: str = Field(description="the default web backend ('none' when off)")

@@ -12,7 +12,8 @@ import uvicorn
 
 from program.app import resources
 from program.app.compiled import COMPILED_DIR, has_compiled, read_manifest
-from program.app.flags import SetupError, check_serve_flags
+from program.app.flags import SetupError, check_serve_flags, serve_key
+from program.app.service.access import Access
 from program.app.service.app import create_app
 from program.app.service.runner import QuestionRunner
 from program.app.startup import build_program_from_flags, check_setup, report_left_out
@@ -40,6 +41,16 @@ def _kb_name(location: str | None) -> str:
         return "PopQA knowledge base"
     if is_database_url(location):
         return f"table {DatabaseURL.parse(location).table}"
+    return Path(location).resolve().name
+
+
+def model_id(location: str | None) -> str:
+    """The knowledge base's name as the chat endpoint's model: ``popqa`` for the default, else the
+    folder's or file's name, or the table's."""
+    if not location:
+        return "popqa"
+    if is_database_url(location):
+        return DatabaseURL.parse(location).table
     return Path(location).resolve().name
 
 
@@ -82,7 +93,10 @@ def serve(args) -> int:
     sock = listen(args.host, args.port)
     try:
         runner, info = _load(args, config)
-        app = create_app(runner, info, read_timeout=args.read_timeout)
+        hosts = args.allowed_hosts or os.environ.get("CRAG_ALLOWED_HOSTS")
+        access = Access.for_server(args.host, serve_key(args), hosts)
+        app = create_app(runner, info, read_timeout=args.read_timeout, access=access,
+                         name=info["knowledge_base"]["model"])
         _log_to_stderr()
         print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr,
               flush=True)
@@ -108,7 +122,7 @@ def _load(args, config) -> tuple[QuestionRunner, dict]:
     kb = program.knowledge_base
     kb.search("warm up", 1)  # load the embedder now, not in the first question
     info = {"lm": model_name(lm), "embedded_lm": embedded,
-            "knowledge_base": {"name": _kb_name(location), "chunks": len(kb)},
+            "knowledge_base": {"name": _kb_name(location), "model": model_id(location), "chunks": len(kb)},
             "compiled": _compiled_info(args), "web": runner.web,
             "thresholds": {"lower": program.settings.lower, "upper": program.settings.upper},
             "judges": program.judges_report() if hasattr(program, "judges_report") else {}}

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import anyio
@@ -131,9 +132,11 @@ class QuestionRunner:
         """A step recorder for one question, with a fresh request id, feeding ``sinks`` and the server's."""
         return StepRecorder(*sinks, *self.sinks, request=uuid.uuid4().hex[:12])
 
-    async def answer(self, question: str, options: Options, recorder: StepRecorder) -> CRAGResult:
+    async def answer(self, question: str, options: Options, recorder: StepRecorder,
+                     history: Sequence[tuple[str, str]] = ()) -> CRAGResult:
         """Answer ``question`` in a worker thread; the recorder sees every step, then ``result`` or
-        ``error`` last (a cancelled question's too: 499).
+        ``error`` last (a cancelled question's too: 499). ``history``: the conversation before it
+        (``(role, text)`` pairs), whose follow-up is read as a standalone question first.
 
         Raises:
             ServiceError: 422 an option that widens the server's, 503 the queue is full, 504 over the
@@ -142,7 +145,7 @@ class QuestionRunner:
             asyncio.CancelledError: the caller went away; the question stops before its next step.
         """
         try:
-            result = await self._answer(question, options, recorder)
+            result = await self._answer(question, options, recorder, history)
         except ServiceError as exc:
             self.failed += 1
             exc.request = recorder.request
@@ -157,7 +160,8 @@ class QuestionRunner:
         recorder.finish("result", result=result.to_dict())
         return result
 
-    async def _answer(self, question: str, options: Options, recorder: StepRecorder) -> CRAGResult:
+    async def _answer(self, question: str, options: Options, recorder: StepRecorder,
+                      history: Sequence[tuple[str, str]]) -> CRAGResult:
         program = self.view(options)
         if self.full:
             raise ServiceError(503, f"busy: {self.waiting} questions are waiting; try again later")
@@ -169,7 +173,7 @@ class QuestionRunner:
             # An LM call that failed after DSPy's own retries stops the question at its next step:
             # the judges would read the failure as "irrelevant" and every later call would fail too.
             with dspy.context(lm=lm, callbacks=[recorder, _LMErrors(lm_errors, stop)]), cancellable(stop):
-                return program(question=question)
+                return program(question=question, **({"history": list(history)} if history else {}))
 
         try:
             with anyio.fail_after(self.timeout):

@@ -163,6 +163,13 @@ function onEvent(name, e) {
   }[name] || (() => {}))(e);
 }
 
+function post(body) {
+  const headers = { "Content-Type": "application/json" };
+  const key = sessionStorage.getItem("crag-api-key");
+  if (key) headers.Authorization = `Bearer ${key}`;
+  return fetch("/ask/stream", { method: "POST", headers, body: JSON.stringify(body) });
+}
+
 async function ask(event) {
   event.preventDefault();
   reset();
@@ -175,7 +182,13 @@ async function ask(event) {
   $("submit").disabled = true;
   $("status").textContent = "asking…";
   try {
-    const response = await fetch("/ask/stream", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    let response = await post(body);
+    if (response.status === 401) {
+      // a server started with a key: ask for it once, keep it for this tab only
+      const key = window.prompt("This server needs its API key:");
+      if (key) sessionStorage.setItem("crag-api-key", key.trim());
+      response = await post(body);
+    }
     if (!response.ok) {
       const error = await response.json().catch(() => ({ detail: response.statusText }));
       onEvent("error", { status: response.status, detail: error.detail });
