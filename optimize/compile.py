@@ -47,7 +47,8 @@ from program.judges.store import corpus_key  # noqa: E402
 from program.lm.configure import configure_lm, model_name, supports_logprobs
 from program.stages.crag import CRAG  # noqa: E402
 from program.stages.evaluator import score_grade  # noqa: E402
-from signatures import DecideRetrieval, GenerateAnswer, RewriteQuery  # noqa: E402
+from program.stages.followup import conversation_text  # noqa: E402
+from signatures import DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion  # noqa: E402
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -89,6 +90,9 @@ SPECS = [
     # Compiled into the state although the default program leaves the decider off, so that
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
     PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, pm.decision_figures, extra_labeled=2),
+    # the chat endpoint's follow-ups (eval_sets/followups): the hand-written standalone questions are the labels
+    PredictorSpec("followups", StandaloneQuestion, "followup.rewrite", pm.standalone_overlap, pm.standalone_figures,
+                  threshold=0.8),
 ]
 KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (optimize.training.train)
 
@@ -137,6 +141,8 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
     """
     if kind == "deciding":
         return decision_rows(split, rows)
+    if kind == "followups":
+        return followup_examples(split, rows)
     if kind == "rewrite":  # RewriteQuery reads the knowledge base's terms nearest to the question
         return pm.with_candidate_terms(sample_rows(adversarial.load_examples(kind, split), rows),
                                        pm.adversarial_knowledge_base())
@@ -151,6 +157,17 @@ def labeled_examples(kind: str, split: str, rows: int | None = None) -> list[dsp
         for row in sample_rows(adversarial.load_rows("strips", split), rows)
         for i, strip in enumerate(row["strips"], start=1)
     ]
+
+
+def followup_examples(split: str, rows: int | None = None) -> list[dspy.Example]:
+    """StandaloneQuestion's examples: the conversation as the program writes it
+    (``program.stages.followup.conversation_text``) and the follow-up in, the hand-written
+    standalone question out; every domain's rows of ``split``."""
+    from eval_sets import followups
+
+    return [dspy.Example(conversation=conversation_text(followups.history(r)), followup=r["followup"],
+                         standalone_question=r["standalone"]).with_inputs("conversation", "followup")
+            for r in sample_rows(followups.load_rows(split=split), rows)]
 
 
 def decision_rows(split: str, rows: int | None = None) -> list[dspy.Example]:
@@ -382,7 +399,10 @@ def _parser() -> argparse.ArgumentParser:
                              "and MIPROv2/GEPA's auto budget")
     parser.add_argument("--dev-rows", type=int, default=None,
                         help="dev rows measured per predictor (a seeded sample; 0: all); default: the budget's")
-    parser.add_argument("--out", default=str(COMPILED_DIR))
+    parser.add_argument("--out", default=None,
+                        help="the folder the compile is written to (required: --out compiled replaces the "
+                             "project's committed compile); with --kb: where the adapted judges go beside "
+                             "(default compiled/)")
     parser.add_argument("--force", action="store_true", help="save even when worse on dev than the saved compile")
     parser.add_argument("--calibrate-lm-scores", action="store_true",
                         help="where the LM grades the help centre's passages, calibrate thresholds on its token-"
@@ -497,6 +517,9 @@ def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, jud
                 manifest[key] = saved[key]
             else:  # not recorded by the saved compile: this run's value would misdescribe it
                 del manifest[key]
+        if "judges" not in only and saved.get("judges", {}).get("data_hash"):
+            # the judges were reused, not trained: they are still what the saved data and code made
+            manifest["judges"]["data_hash"] = saved["judges"]["data_hash"]
         manifest["recompiled"] = {**saved.get("recompiled", {}), **{k: {
             "date": manifest["date"], "optimizer": args.optimizer, "budget": args.budget,
             "seconds": round(time.perf_counter() - started, 1)} for k in only}}
@@ -528,7 +551,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.kb:
         from optimize.training.sources import main_for_kb
 
+        args.out = args.out or str(COMPILED_DIR)  # adapted judges sit beside the compile they adapt
         return main_for_kb(args, parser)
+    if not args.out:  # never over the committed compile by default
+        parser.error("--out: name the folder to write the compile to, e.g. --out my-compile (then ask --compiled "
+                     "my-compile); --out compiled replaces the project's committed compile")
     only = _only(args, parser)
 
     lm = configure_lm(args.model, args.api_base)

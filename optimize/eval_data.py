@@ -112,6 +112,33 @@ def load_set(name: str, limit: int | None, seed: int, split: str = "dev", part: 
     raise SystemExit(2)
 
 
+FOLLOWUP_FORMS = ("asked", "standalone")
+
+
+def followup_rows(name: str, split: str, form: str) -> list[dict]:
+    """The domain's follow-ups in ``split`` (``eval_sets/followups``) as ``load_set`` rows, graded
+    by the labeled question each is built on: ``asked`` puts the follow-up as the question and its
+    conversation in ``history``; ``standalone`` the standalone question written by hand, alone.
+
+    Raises:
+        SystemExit(2): ``name`` has no follow-ups, or ``form`` is neither form."""
+    from eval_sets import followups
+
+    rows = followups.load_rows(name, split)
+    if not rows or form not in FOLLOWUP_FORMS:
+        print(f"error: --followups {form} --set {name} --split {split}: no such follow-ups "
+              f"({', '.join(FOLLOWUP_FORMS)}; eval_sets/followups)", file=sys.stderr)
+        raise SystemExit(2)
+    source = {r["id"]: r for r in load_set(name, None, 0, split)}
+    out = []
+    for row in rows:
+        labeled = source[row["source_id"]]
+        asked = form == "asked"
+        out.append({**labeled, "id": row["id"], "question": row["followup"] if asked else row["standalone"],
+                    "relation": row["kind"], **({"history": followups.history(row)} if asked else {})})
+    return out
+
+
 def demo_questions(compiled_dir) -> set[str]:
     """The questions the compiled prompts hold as few-shot demos (``crag.json``), case- and
     space-normalised; empty without a compiled state.

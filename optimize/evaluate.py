@@ -75,7 +75,8 @@ from tqdm import tqdm
 
 from eval_sets.domains import DOMAINS
 from optimize import report
-from optimize.eval_data import demo_questions, held_out, is_correct, load_set, sample_part, stratified_sample  # noqa: F401 - public here since the split
+from optimize.eval_data import (FOLLOWUP_FORMS, demo_questions, followup_rows, held_out, is_correct,  # noqa: F401
+                                load_set, sample_part, stratified_sample)  # public here since the split
 from optimize.plot import PLOT_FILE, plot_modes
 from optimize.selective import plot_risk_coverage
 from optimize.user_questions import QuestionsFileError, load_questions_file
@@ -93,6 +94,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="number of questions (seeded, spread over relations)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample", choices=("choose", "confirm"), help="the split's part (docs/evaluation.md)")
+    p.add_argument("--followups", choices=FOLLOWUP_FORMS,
+                   help="the domain's follow-ups: 'asked' (the last message, its conversation before it) or "
+                        "'standalone' (the question written by hand); eval_sets/followups")
     p.add_argument("--modes", default="closed,rag,crag", help=f"comma-separated: {','.join(MODES)}")
     p.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
     p.add_argument("--out", default=None, help="output folder (default results/<date>-<time>-<set>/)")
@@ -135,6 +139,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--limit must be positive")
     if args.threads < 1:
         p.error("--threads must be at least 1")
+    return _own_questions(p, _checked(p, args))
+
+
+def _checked(p: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` once the operating point, the claim-check band, the confidence file and the output
+    folder make sense; else ``p.error`` (exit 2, one line)."""
     for flag, value in (("--accept", args.accept), ("--verify-band", args.verify_band)):
         if value is not None and not 0.0 <= value <= 1.0:
             p.error(f"{flag} must be in [0, 1], got {value}")
@@ -144,7 +154,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("give --out or --name, not both")
     if args.resume and not (args.out or args.name):
         p.error("--resume needs the folder to resume: --out DIR or --name NAME")
-    return _own_questions(p, args)
+    return args
 
 
 def _own_questions(p: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
@@ -398,6 +408,8 @@ def _print_report(args: argparse.Namespace, n_questions: int, model, summary: di
 
 def _rows(args: argparse.Namespace) -> list[dict] | None:
     """The questions to ask: the user's file (``--questions``; None after one error line), else the set's split."""
+    if args.followups:
+        return followup_rows(args.set_name, args.split, args.followups)
     if not args.questions:
         return load_set(args.set_name, args.limit, args.seed, args.split, args.sample)
     try:

@@ -15,7 +15,7 @@ from program.stages.generation import cited_numbers
 from program.stages.refine import score_span
 from program.stages.selfcheck import (RANKED_VERDICTS, evidence_sentences, is_abstention, judge_support,
                                       lexical_support, strip_citations)
-from program.text import coverage, without_footnotes
+from program.text import content_words, coverage, without_footnotes
 from program.types import AnswerSentence, Strip
 
 _CITATION = re.compile(r"\[\d+\]")
@@ -343,3 +343,26 @@ def decision_figures(results, knowledge_base=None) -> dict:
     return {"primary": _mean(scores), "accuracy": _mean(scores), "balanced_accuracy": _mean(recalls),
             "needless_skips": sum(not x for x in need), "right_skips": sum(chat),
             "needs_retrieval": len(need), "chit_chat": len(chat)}
+
+
+def standalone_overlap(example, pred, trace=None) -> float:
+    """StandaloneQuestion against the question written by hand: the F1 of their content words
+    (``program.text.content_words``), so a rewrite that names what the hand-written one names and
+    adds nothing else scores 1.0; one that repeats the follow-up unchanged scores what the two share."""
+    got = content_words(str(getattr(pred, "standalone_question", "") or ""))
+    want = content_words(example.standalone_question)
+    shared = len(got & want)
+    return 0.0 if not shared else 2 * shared / (len(got) + len(want))
+
+
+def standalone_figures(results, knowledge_base=None) -> dict:
+    """Follow-ups: the mean content-word F1 (primary), and the share of rows whose rewrite names
+    every content word the hand-written question adds to the follow-up (what the conversation
+    had to supply: "containerlogmaxsize" for "the first one")."""
+    filled = []
+    for example, pred, _ in results:
+        added = content_words(example.standalone_question) - content_words(example.followup)
+        got = content_words(str(getattr(pred, "standalone_question", "") or "")) if pred is not None else set()
+        filled.append(float(added <= got))
+    scores = _scores(results)
+    return {"primary": _mean(scores), "f1": _mean(scores), "filled": _mean(filled), "rows": len(scores)}

@@ -22,6 +22,7 @@ supports; all empty for the fallback, an abstention and closed-book answers.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -40,7 +41,7 @@ CSV_COLUMNS = [
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
     "citations", "citation_recall", "citation_precision", "unsupported_sentences",
-    "draft", "draft_correct", "draft_checks", "candidate_correct", "answered_by", "reason",
+    "draft", "draft_correct", "draft_checks", "candidate_correct", "answered_by", "reason", "standalone",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "seconds", "notes"]
@@ -68,6 +69,13 @@ def claim_checker(program, compiled_dir: str | Path | None):
     return checker
 
 
+def _ask(program, row: dict):
+    """``program``'s answer to ``row``; a conversation's follow-up (``row["history"]``) goes with its
+    conversation to the programs that read one (crag, self-crag), the others get the question alone."""
+    takes_history = row.get("history") and "history" in inspect.signature(type(program).forward).parameters
+    return program(question=row["question"], **({"history": row["history"]} if takes_history else {}))
+
+
 def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dict]]:
     """Ask ``program`` one question; never raises (an exception becomes the ``error`` field).
 
@@ -92,7 +100,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     steps: list[dict] = []
     t0 = time.perf_counter()
     try:
-        res = program(question=row["question"])
+        res = _ask(program, row)
     except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run
         out["error"] = f"{type(exc).__name__}: {exc}"
         out["seconds"] = round(time.perf_counter() - t0, 3)
@@ -108,6 +116,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
         escalated=bool(getattr(res, "escalated", False)),
         answered_by=str(getattr(res, "answered_by", "") or ""),
         reason=str(getattr(res, "reason", "") or ""),
+        standalone=str(getattr(res, "question", "")) if getattr(res, "asked", "") else "",  # a follow-up's rewrite
         lm_calls=getattr(trace, "lm_calls", None),
         prompt_tokens=getattr(trace, "prompt_tokens", None),
         completion_tokens=getattr(trace, "completion_tokens", None),

@@ -8,7 +8,8 @@ import pytest
 
 from optimize import compile as compile_mod
 from program.app.configuration import load_compiled
-from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery, StripRelevance
+from signatures import (CheckClaimSupport, DecideRetrieval, GenerateAnswer, GradeRetrieval, RewriteQuery,
+                        StandaloneQuestion, StripRelevance)
 from tests.conftest import ListKnowledgeBase
 from tests.fake_lm import FakeLM, parse_list
 
@@ -26,6 +27,7 @@ def rules():
         # right on the chit-chat rows, wrong on one question needing retrieval
         DecideRetrieval: lambda i: {"needs_retrieval": not i["question"].startswith(
             ("Hi", "Thanks", "What is", "Can you make", "Translate", "Summarise", "How long is a key"))},
+        StandaloneQuestion: lambda i: {"standalone_question": i["followup"]},  # the follow-up unchanged
     }
 
 
@@ -68,7 +70,10 @@ def _adversarial_only(compile_mod):
 def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
     assert compile_mod.main(["--out", str(tmp_path)]) == 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert set(manifest["metrics_dev"]) == {"grading", "strips", "rewrite", "support", "answers", "deciding"}
+    assert set(manifest["metrics_dev"]) == {"grading", "strips", "rewrite", "support", "answers", "deciding",
+                                            "followups"}
+    # the follow-up left unchanged shares with the hand-written question only the words they have in common
+    assert 0.2 < manifest["metrics_dev"]["followups"]["before"] < 0.8
     for figures in manifest["metrics_dev"].values():
         assert 0.0 <= figures["before"] <= 1.0 and 0.0 <= figures["after"] <= 1.0
         assert figures["kept"] in ("compiled", "uncompiled")
@@ -184,7 +189,8 @@ def test_light_budget_measures_at_most_16_dev_rows_per_predictor(tmp_path, fake_
     compile_mod.main(["--out", str(tmp_path), "--force"])
     metrics = json.loads((tmp_path / "manifest.json").read_text())["metrics_dev"]
     assert {k: m["dev"] for k, m in metrics.items() if k != "strips"} == \
-        {k: min(16, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")} | {"deciding": 16}
+        {k: min(16, len(load_rows(k, "dev"))) for k in ("grading", "rewrite", "support", "answers")} | \
+        {"deciding": 16, "followups": 16}
     # strips: 16 strip rows, one example per strip
     assert metrics["strips"]["dev"] == len(compile_mod.labeled_examples("strips", "dev", 16)) < \
         len(compile_mod.labeled_examples("strips", "dev"))
@@ -252,6 +258,7 @@ def test_only_recompiles_the_named_predictors_and_keeps_the_rest(tmp_path, fake_
     saved = json.loads(path.read_text())
     saved["metrics_dev"]["strips"]["after"] = 0.123  # a mark the partial compile must keep
     saved["thresholds"]["upper"] = 0.75
+    saved["judges"]["data_hash"] = "judges-kept"  # reused, not trained: their hash is the saved one's
     path.write_text(json.dumps(saved))
     state_before = json.loads((tmp_path / "crag.json").read_text())
     fake_compile.calls.clear()
@@ -261,6 +268,7 @@ def test_only_recompiles_the_named_predictors_and_keeps_the_rest(tmp_path, fake_
     assert fake_compile.refinement_measured == [str(tmp_path)]
     manifest = json.loads(path.read_text())
     assert manifest["metrics_dev"]["strips"]["after"] == 0.123 and manifest["thresholds"]["upper"] == 0.75
+    assert manifest["judges"]["data_hash"] == "judges-kept"
     assert manifest["metrics_dev"]["deciding"]["dev"] == 43 and set(manifest["recompiled"]) == {"deciding"}
     assert manifest["dev_rows"] == saved["dev_rows"] and list(manifest["metrics_dev"]) == list(saved["metrics_dev"])
     # a saved compile that did not record its dev rows does not get this run's

@@ -359,3 +359,36 @@ def test_retrieval_flag_searches_the_knowledge_base_in_that_mode():
     assert evaluate.parse_args(["--retrieval", "dense"]).retrieval == "dense"
     with pytest.raises(SystemExit):
         evaluate.parse_args(["--retrieval", "fuzzy"])
+
+
+def test_a_domains_follow_ups_are_graded_by_the_question_each_is_built_on():
+    asked = eval_data.followup_rows("kubernetes", "test", "asked")
+    standalone = eval_data.followup_rows("kubernetes", "test", "standalone")
+    assert len(asked) == len(standalone) == 10 and [r["id"] for r in asked] == [r["id"] for r in standalone]
+    source = {r["id"]: r for r in eval_data.load_set("kubernetes", None, 0, "test")}
+    from eval_sets.followups import load_rows
+
+    for row, fu, alone in zip(load_rows("kubernetes", "test"), asked, standalone):
+        assert fu["question"] == row["followup"] and alone["question"] == row["standalone"]
+        assert fu["gold"] == alone["gold"] == source[row["source_id"]]["gold"] and fu["answerable"]
+        assert fu["history"][0] == ("user", row["history"][0]["content"]) and "history" not in alone
+
+
+def test_follow_ups_of_a_set_without_them_are_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit) as caught:
+        eval_data.followup_rows("popqa", "dev", "asked")
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.startswith("error: --followups asked --set popqa --split dev: no such follow-ups")
+
+
+def test_a_rewrite_is_scored_by_the_content_words_it_shares_with_the_hand_written_one():
+    from optimize.predictor_metrics import standalone_figures, standalone_overlap
+
+    example = types.SimpleNamespace(followup="What does the first one default to?",
+                                    standalone_question="What is the default containerLogMaxSize?")
+    right = types.SimpleNamespace(standalone_question="What is the default value of containerLogMaxSize?")
+    unchanged = types.SimpleNamespace(standalone_question="What does the first one default to?")
+    assert standalone_overlap(example, right) == pytest.approx(2 * 2 / (3 + 2))  # default, containerlogmaxsize; +value
+    assert standalone_overlap(example, unchanged) == pytest.approx(2 * 1 / (3 + 2))  # "default" alone
+    figures = standalone_figures([(example, right, 0.8), (example, unchanged, 0.0)])
+    assert figures["filled"] == 0.5 and figures["rows"] == 2
