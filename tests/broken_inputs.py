@@ -131,7 +131,7 @@ BROKEN_CORPORA = {
     "duplicate ids": (_duplicate_ids, r"duplicate document id 'a' at {path}:2 \(first seen at {path}:1\)"),
     "duplicate ids across files": (_duplicate_ids_across_files, r"duplicate document id 'x' at {path}/b\.jsonl:1 "
                                                                 r"\(first seen at {path}/a\.jsonl:1\)"),
-    "missing path": (_missing, r"corpus path does not exist: {path}"),
+    "missing path": (_missing, r"(--kb )?{path}: no such file or folder"),
     "unsupported file type": (_unsupported_file, r"unsupported corpus file type '\.rtf': {path}"),
 }
 

@@ -17,13 +17,16 @@ KEY = "chat-test-key-0123456789"
 
 @pytest.fixture(scope="module")
 def keyed_service(served_fake_lm, tmp_path_factory):
-    """``serve`` with a key (``CRAG_SERVE_API_KEY``) on the small knowledge base ``docs``."""
+    """``serve`` with a key (``CRAG_SERVE_API_KEY``) on two knowledge bases: the small one, ``docs``
+    (named by its folder), and ``rivers`` (named by the operator), a folder of one document."""
     from tests.service_process import ServiceProcess, program_env, write_docs
 
     root = tmp_path_factory.mktemp("keyed-service")
     docs = write_docs(root / "docs")
+    (root / "nile").mkdir()
+    (root / "nile" / "nile.md").write_text("# Nile\n\nThe Nile flows through eleven countries of Africa.\n")
     process = ServiceProcess(["--model", "openai/fake", "--api-base", served_fake_lm.base, "--kb", str(docs),
-                              "--compiled", "none", "--web", "none", "--no-cache"],
+                              "--kb", f"rivers={root / 'nile'}", "--compiled", "none", "--web", "none", "--no-cache"],
                              program_env(root / "cache", CRAG_SERVE_API_KEY=KEY), root / "serve.log")
     yield process
     process.stop()
@@ -35,7 +38,7 @@ def client(keyed_service):
 
 
 def test_the_models_are_the_knowledge_bases(client):
-    assert [m.id for m in client.models.list()] == ["docs"]
+    assert [m.id for m in client.models.list()] == ["docs", "rivers"]
 
 
 def test_a_plain_question_is_answered_with_its_citations_and_verdict(client):
@@ -95,7 +98,27 @@ def test_an_unknown_knowledge_base_is_a_404_naming_the_known_ones(client):
     with pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi?"}])
     assert caught.value.status_code == 404
-    assert caught.value.body["message"] == "model 'gpt-4o': no such knowledge base here; this server has 'docs'"
+    assert caught.value.body["message"] == \
+        "model 'gpt-4o': no such knowledge base here; this server has 'docs', 'rivers'"
+
+
+def test_each_knowledge_base_answers_from_its_own_documents(client, keyed_service):
+    reply = client.chat.completions.create(model="rivers", messages=[
+        {"role": "user", "content": "How many countries does the Nile flow through?"}])
+    assert reply.model == "rivers"
+    auth = {"Authorization": f"Bearer {KEY}"}
+    asked = httpx.post(f"{keyed_service.base}/ask", headers=auth, timeout=60,
+                       json={"question": "How many countries does the Nile flow through?", "knowledge_base": "rivers"})
+    assert [g["passage_id"].split("#")[0] for g in asked.json()["grades"]] == ["nile.md"]
+    default = httpx.post(f"{keyed_service.base}/ask", headers=auth, timeout=60,
+                         json={"question": "How many countries does the Nile flow through?"})
+    assert {g["passage_id"].split("#")[0] for g in default.json()["grades"]} == {"acme.md", "danube.md"}
+    unknown = httpx.post(f"{keyed_service.base}/ask", headers=auth, timeout=60,
+                         json={"question": "Who founded Acme Rockets?", "knowledge_base": "../etc"})
+    assert unknown.status_code == 422  # the schema names the knowledge bases
+    assert unknown.json()["detail"] == "knowledge_base: Input should be 'docs' or 'rivers'"
+    health = httpx.get(f"{keyed_service.base}/healthz").json()
+    assert [(kb["model"], kb["chunks"]) for kb in health["knowledge_bases"]] == [("docs", 2), ("rivers", 1)]
 
 
 def test_the_health_check_needs_no_key_and_answers_head(keyed_service):

@@ -91,7 +91,7 @@ def test_corpus_errors(tmp_path):
         load_documents(tmp_path / "only.rtf")
     with pytest.raises(CorpusError, match="empty corpus"):
         load_documents(tmp_path)
-    with pytest.raises(CorpusError, match="does not exist"):
+    with pytest.raises(CorpusError, match="no such file or folder"):
         load_documents(tmp_path / "nope")
     (tmp_path / "dup.jsonl").write_text('{"id": "x", "text": "a"}\n{"id": "x", "text": "b"}\n')
     with pytest.raises(CorpusError, match="duplicate document id 'x'"):
@@ -257,3 +257,23 @@ def test_load_errors(tmp_path, embedder):
     with pytest.raises(KnowledgeBaseError, match="built with 'sentence-transformers/all-MiniLM-L6-v2'"):
         KnowledgeBase.load(idx, embedder=other)
     assert isinstance(Chunk("a#0", "a", "t"), Chunk)
+
+
+def test_a_file_linking_outside_the_folder_is_left_out_unless_the_operator_follows_it(tmp_path, monkeypatch):
+    from program.retrieval.corpus import left_out, list_source_files, outside_links
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nInside.\n")
+    (docs / "b.md").symlink_to(docs / "a.md")  # inside: read
+    (tmp_path / "secret.md").write_text("# S\n\nOutside.\n")
+    (docs / "passwd.md").symlink_to(tmp_path / "secret.md")
+    assert [f.name for f in list_source_files(docs)[0]] == ["a.md", "b.md"]
+    assert left_out(docs) == [f"passwd.md: links outside the knowledge base (to {tmp_path / 'secret.md'}); "
+                              "CRAG_OUTSIDE_LINKS=follow reads it"]
+    assert outside_links(docs) == [f"passwd.md -> {tmp_path / 'secret.md'}"]
+    monkeypatch.setenv("CRAG_OUTSIDE_LINKS", "follow")
+    assert [f.name for f in list_source_files(docs)[0]] == ["a.md", "b.md", "passwd.md"] and left_out(docs) == []
+    monkeypatch.setenv("CRAG_OUTSIDE_LINKS", "sometimes")
+    with pytest.raises(CorpusError, match="CRAG_OUTSIDE_LINKS must be follow or refuse, got 'sometimes'"):
+        list_source_files(docs)

@@ -72,7 +72,7 @@ def test_serve_refuses_a_port_in_use_before_loading(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         run = _run(["serve", "--port", str(port), "--model", "openai/fake", "--api-base", "http://127.0.0.1:9/v1",
-                    "--web", "none", "--kb", str(tmp_path / "none")], tmp_path)
+                    "--web", "none", "--kb", str(tmp_path)], tmp_path)
     _assert_refused(run, f"error: --port: cannot listen on 127.0.0.1:{port}: Address already in use")
 
 
@@ -86,3 +86,14 @@ def test_index_refuses_a_bad_flag_in_one_line_before_indexing(flags, message, tm
                tmp_path)
     _assert_refused(run, message.replace("{tmp}", str(tmp_path)))
     assert not (tmp_path / "ix").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("command", [["serve"], ["ask", "Who founded Acme Rockets?"]])
+def test_a_served_model_without_its_key_stops_before_loading(command, tmp_path):
+    env = program_env(tmp_path / "cache")
+    for var in ("CRAG_API_KEY", "OPENAI_API_KEY"):
+        env.pop(var, None)
+    run = subprocess.run([sys.executable, "-m", "program", *command, "--model", "openai/gpt-4o-mini", "--web", "none"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    _assert_refused(run, "error: --model openai/gpt-4o-mini needs a key: set OPENAI_API_KEY (or CRAG_API_KEY)")
+    assert not (tmp_path / "cache").exists()

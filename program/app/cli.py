@@ -14,13 +14,19 @@ from pathlib import Path
 from program.web.config import BACKEND_NAMES
 
 
-def _program_options(parser: argparse.ArgumentParser) -> None:
-    """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing."""
+def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False) -> None:
+    """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing;
+    ``serve`` (``several_kbs``) takes ``--kb`` more than once, each as NAME=PATH."""
     parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
     parser.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
-    parser.add_argument("--kb", help="corpus file or folder to answer from, or a pgvector knowledge base "
-                                     "postgresql://user@host:port/db?table=NAME; env CRAG_KB "
-                                     "(default: the PopQA knowledge base)")
+    kb_help = ("corpus file or folder to answer from, or a pgvector knowledge base "
+               "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
+    if several_kbs:
+        parser.add_argument("--kb", action="append", metavar="[NAME=]PATH",
+                            help=kb_help + "; repeat as NAME=PATH to serve several, each a model of /v1/models "
+                                           "and a knowledge_base of /ask")
+    else:
+        parser.add_argument("--kb", help=kb_help)
     parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                         help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
                              "(default: snapshot, offline, for the PopQA knowledge base; none for a --kb of your own)")
@@ -51,7 +57,9 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="python -m program", description=__doc__)
+    # installed, the console command is ``crag``; from a clone, ``python -m program``
+    prog = "crag" if Path(sys.argv[0]).name == "crag" else "python -m program"
+    parser = _OneLineParser(prog=prog, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser("ask", help="answer one question with CRAG")
     ask.add_argument("question")
@@ -67,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--timeout", type=float, default=300.0,
                        help="seconds a question may take, waiting included; then 504 (default 300)")
     serve.add_argument("--read-timeout", type=float, default=30.0,
-                       help="seconds a client may take to send its request body; then 408 (default 30)")
+                       help="seconds a client may take to send its request line and headers, and again its body; "
+                            "then 408, and a connection that sends nothing is closed (default 30)")
     serve.add_argument("--api-key", default=None,
                        help="require 'Authorization: Bearer KEY' on every route but /healthz and the page's files; "
                             "env CRAG_SERVE_API_KEY (better: not seen in the process list); at least 16 characters")
@@ -76,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--allowed-hosts", default=None,
                        help="comma-separated host names clients may call this server by (Host and Origin headers), "
                             "besides the address it listens on and, on loopback, localhost; env CRAG_ALLOWED_HOSTS")
-    _program_options(serve)
+    _program_options(serve, several_kbs=True)
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH",
                            description="Index the documents under PATH: Markdown (.md, .markdown), text (.txt), HTML "
                                        "(.html, .htm), JSONL (.jsonl), and with the documents extra "
@@ -232,8 +241,14 @@ def _serve(args) -> int:
     try:
         check_serve_flags(args)  # before importing the service: a bad flag answers at once
         check_program_flags(args)
-        # (the subcommands' modules load dspy, torch and the service: only the one asked for)
-        from program.app.service.run import serve
+        try:
+            # (the subcommands' modules load dspy, torch and the service: only the one asked for)
+            from program.app.service.run import serve
+        except ImportError as exc:
+            if exc.name not in ("fastapi", "uvicorn", "starlette"):
+                raise
+            raise SetupError(f"serve needs the serve extra ({exc.name} is missing): "
+                             "pip install 'crag-dspy[serve]'") from None
 
         return serve(args)
     except SetupError as exc:
@@ -257,9 +272,12 @@ def _index(args) -> int:
     target = resources.kb_location(args.kb)
     try:
         if is_database_url(target):
-            # psycopg loads only for a database URL
-            from program.retrieval.postgres import PgVectorKnowledgeBase
-
+            try:
+                # psycopg loads only for a database URL
+                from program.retrieval.postgres import PgVectorKnowledgeBase
+            except ImportError as exc:
+                raise KnowledgeBaseError(f"a postgresql:// knowledge base needs the postgres extra ({exc.name} is "
+                                         "missing): pip install 'crag-dspy[postgres]'") from None
             with PgVectorKnowledgeBase.build(args.path, target) as kb:
                 report_left_out(args.path)
                 r = kb.last_ingest

@@ -17,8 +17,9 @@ from program.app.tracing import enable_exporter
 from program.env import env_flag
 from program.guards.caps import QuestionCaps
 from program.judges import JudgesFileError
+from program.lm.configure import missing_key
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
-from program.retrieval.corpus import left_out
+from program.retrieval.corpus import follows_outside_links, left_out, outside_links
 from program.retrieval.postgres.url import is_database_url
 from program.web.base import WebSearchError
 from program.web.config import WebConfig
@@ -58,6 +59,11 @@ def check_setup(args):
     if args.compiled and args.compiled != "none" and not has_compiled(args.compiled):
         raise SetupError(f"--compiled {args.compiled}: no compiled program there")
     check_program_flags(args)
+    if problem := missing_key(args.model, args.api_base):
+        raise SetupError(problem)
+    location = resources.kb_location(getattr(args, "kb", None))
+    if location and not is_database_url(location) and not os.path.lexists(location):
+        raise SetupError(f"{'--kb' if args.kb else 'CRAG_KB'} {location}: no such file or folder")
     try:
         QuestionCaps.from_env()
     except ValueError as exc:
@@ -73,6 +79,10 @@ def report_left_out(source, kb=None) -> int:
         return 0
     unreadable = list((getattr(kb, "manifest", None) or {}).get("unreadable", []))
     lines = [f"left out {line}" for line in left_out(source)] + [f"left out: {line}" for line in unreadable]
+    if follows_outside_links():  # read, as the operator asked: said, since clients may be shown their text
+        for link in outside_links(source):
+            print(f"note: {link} links outside the knowledge base and is read (CRAG_OUTSIDE_LINKS=follow)",
+                  file=sys.stderr)
     for line in lines:
         print(f"note: {line}", file=sys.stderr)
     if lines:

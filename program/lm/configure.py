@@ -163,6 +163,30 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
                       timeout=caps.lm_timeout, max_tokens=max_tokens, temperature=TEMPERATURE, **kwargs)
 
 
+def missing_key(model: str | None = None, api_base: str | None = None) -> str | None:
+    """One line naming the key a served ``model`` needs and the environment lacks, else None.
+
+    Checked before anything loads, so that ``ask`` and ``serve`` stop at once (exit 2) instead of
+    answering every question with the provider's 401. The embedded models need none; neither does
+    a model at ``api_base`` (a self-hosted server: vLLM, SGLang, Ollama usually take no key) or
+    one given ``CRAG_API_KEY``. The provider's own variables are litellm's
+    (``litellm.validate_environment``)."""
+    model = model or os.environ.get("CRAG_LM") or DEFAULT_MODEL
+    if model in EMBEDDED_MODELS or api_base or os.environ.get("CRAG_API_BASE") or os.environ.get("CRAG_API_KEY"):
+        return None
+    # lazy on purpose: only a served model's check needs it
+    import litellm
+
+    try:
+        found = litellm.validate_environment(model=model)
+    except Exception:  # noqa: BLE001 - an unknown provider: its first call will say what it lacks
+        return None
+    keys = [k for k in found.get("missing_keys") or [] if not k.endswith("_API_BASE")]
+    if found.get("keys_in_environment") or not keys:
+        return None
+    return f"--model {model} needs a key: set {' or '.join(keys)} (or CRAG_API_KEY)"
+
+
 def configure_lm(model: str | None = None, api_base: str | None = None) -> dspy.LM:
     """Build the LM (see ``build_lm``) and make it DSPy's global LM."""
     lm = build_lm(model, api_base)

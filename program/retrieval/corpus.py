@@ -110,7 +110,7 @@ def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
     if not p.exists():
         if p.is_symlink():
             raise CorpusError(f"corpus path {p} is a {_symlink_problem(p)}")
-        raise CorpusError(f"corpus path does not exist: {p}")
+        raise CorpusError(f"{p}: no such file or folder")
     if not p.is_file() and not p.is_dir():  # a FIFO would block the read for ever
         raise CorpusError(f"corpus path {p} is {_special_kind(p)}")
     if p.is_file():
@@ -119,12 +119,42 @@ def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
                               f"(supported: {', '.join(sorted(SUPPORTED_EXTS))})")
         return [p], []
     files, skipped = [], []
+    follow = follows_outside_links()
     # everything but folders: FIFOs, sockets, devices and unresolvable symlinks are skipped, never opened
     for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
         if any(part.startswith(".") for part in f.relative_to(p).parts):
             continue  # hidden files and folders (.git, editor swap files)
-        (files if f.suffix.lower() in SUPPORTED_EXTS and f.is_file() else skipped).append(f)
+        readable = f.suffix.lower() in SUPPORTED_EXTS and f.is_file() and (follow or link_target(p, f) is None)
+        (files if readable else skipped).append(f)
     return files, skipped
+
+
+def follows_outside_links() -> bool:
+    """True when ``CRAG_OUTSIDE_LINKS=follow``: a file in a knowledge-base folder that links outside
+    it is read. By default it is left out (a ``passwd.txt -> /etc/passwd`` would be served to clients)."""
+    value = os.environ.get("CRAG_OUTSIDE_LINKS", "").strip().lower()
+    if value not in ("", "follow", "refuse"):
+        raise CorpusError(f"CRAG_OUTSIDE_LINKS must be follow or refuse, got {value!r}")
+    return value == "follow"
+
+
+def link_target(root: Path, f: Path) -> Path | None:
+    """Where ``f`` (under the folder ``root``) really is when a symlink takes it outside ``root``, else None."""
+    try:
+        target = f.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None  # a broken link or a loop: skipped for that (``_skip_reason``)
+    return None if target.is_relative_to(root.resolve()) else target
+
+
+def outside_links(path: str | Path) -> list[str]:
+    """``"name -> target"`` for each file under the folder ``path`` that links outside it."""
+    root = Path(path)
+    if not root.is_dir():
+        return []
+    return [f"{f.relative_to(root).as_posix()} -> {target}" for f in sorted(root.rglob("*"))
+            if not any(part.startswith(".") for part in f.relative_to(root).parts) and f.is_file()
+            and (target := link_target(root, f)) is not None]
 
 
 def _special_kind(p: Path) -> str:
@@ -154,6 +184,8 @@ def _symlink_problem(p: Path) -> str:
 def _skip_reason(f: Path) -> str:
     if f.is_symlink() and not f.exists():
         return _symlink_problem(f)
+    if f.is_file() and f.suffix.lower() in SUPPORTED_EXTS:  # left out for where it leads
+        return f"links outside the knowledge base (to {f.resolve()}); CRAG_OUTSIDE_LINKS=follow reads it"
     if not f.is_file():
         return _special_kind(f)
     return f"unsupported type {f.suffix or '(none)'}"

@@ -31,17 +31,33 @@ STREAM_ERRORS = {status: {"description": "Error", "content": {"application/json"
     "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for status in ERROR_STATUSES}
 
 
-def _admission(runner: QuestionRunner):
-    """The dependency that parses a request with the server's narrowed body type and refuses a
-    full queue (503) before any work."""
-    body_type = for_server(runner.program.settings.k, runner.web, runner.decide_retrieval)
+def _admission(runners: dict[str, QuestionRunner]):
+    """The dependency that parses a request with the server's narrowed body type, picks the
+    knowledge base it names (404 for a name the server lacks) and refuses a full queue (503),
+    before any work. Returns ``(body, runner)``."""
+    every = list(runners.values())
+    body_type = for_server(max(r.program.settings.k for r in every), tuple(r.web for r in every),
+                           any(r.decide_retrieval for r in every), tuple(runners))
 
-    def admitted(body: body_type) -> AskRequest:
+    def admitted(body: body_type) -> tuple[AskRequest, QuestionRunner]:
+        runner = pick(runners, body.knowledge_base)
         if runner.full:
             raise HTTPException(503, f"busy: {runner.waiting} questions are waiting; try again later")
-        return body
+        return body, runner
 
     return admitted
+
+
+def pick(runners: dict[str, QuestionRunner], name: str | None) -> QuestionRunner:
+    """The runner of the knowledge base ``name`` (None: the first the operator named).
+
+    Raises:
+        ServiceError: 404 naming the server's knowledge bases."""
+    if name is None:
+        return next(iter(runners.values()))
+    if name not in runners:
+        raise chat.unknown_model(name, list(runners))
+    return runners[name]
 
 
 def _options(body: AskRequest) -> Options:
@@ -68,9 +84,7 @@ def _add_chat_routes(app: FastAPI, runners: dict[str, QuestionRunner], started: 
         """A ``chat.completion`` (or with ``stream: true`` its chunks, then ``[DONE]``) whose
         message is the answer with its ``[n]`` markers or the decline; ``citations`` and ``crag``
         (action, confidence, declined, reason, the standalone question) are extra fields."""
-        chosen = runners.get(body.model)
-        if chosen is None:
-            raise chat.unknown_model(body.model, list(runners))
+        chosen = pick(runners, body.model)
         if chosen.full:
             raise HTTPException(503, f"busy: {chosen.waiting} questions are waiting; try again later")
         if body.stream:
@@ -88,22 +102,23 @@ def _add_chat_routes(app: FastAPI, runners: dict[str, QuestionRunner], started: 
         return chat.models(list(runners), started)
 
 
-def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: float = DEFAULT_READ_TIMEOUT,
-               access: Access | None = None, name: str = "default") -> FastAPI:
-    """The FastAPI app answering with ``runner``; ``info`` is what ``/healthz`` reports of the
-    loaded program (``lm``, ``embedded_lm``, ``knowledge_base``, ``compiled``, ``web``, ``thresholds``,
-    ``judges``: names, never paths or addresses); ``read_timeout`` bounds a request body's arrival (408);
-    ``access`` the key and hosts (``program.app.service.access``; default: no key, any host); ``name``
-    the knowledge base's name, the model the chat endpoint answers as."""
+def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None = None,
+               read_timeout: float = DEFAULT_READ_TIMEOUT, access: Access | None = None) -> FastAPI:
+    """The FastAPI app answering from each knowledge base of ``runners`` (its name, as the operator
+    gave it and as ``/v1/models`` lists it -> the runner of its program; the first is the default);
+    ``infos`` what ``/healthz`` reports of each loaded program (``lm``, ``embedded_lm``,
+    ``knowledge_base``, ``compiled``, ``web``, ``thresholds``, ``judges``: names, never paths or
+    addresses); ``read_timeout`` bounds a request body's arrival (408); ``access`` the key and hosts
+    (``program.app.service.access``; default: no key, any host)."""
     app = FastAPI(title="CRAG with Self-RAG checks",
                   description="Corrective RAG as a compiled DSPy program: ask, watch each step, read why it answered.",
                   version="0.1.0")
-    app.state.runner, app.state.info = runner, dict(info or {})
+    infos = dict(infos or {})
+    app.state.runners, app.state.infos = runners, infos
     app.add_middleware(BodyLimits, read_timeout=read_timeout)
     app.add_middleware(AccessControl, access=access or Access())  # added last: runs first
     install_error_handlers(app)
-    Asked = Annotated[AskRequest, Depends(_admission(runner))]
-    runners, started = {name: runner}, int(time.time())
+    Asked = Annotated[tuple[AskRequest, QuestionRunner], Depends(_admission(runners))]
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError):
@@ -112,8 +127,9 @@ def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: f
                               {"X-Request-ID": exc.request} if exc.request else None)
 
     @app.post("/ask", response_model=CRAGResult, responses=ERRORS, summary="Answer a question; the whole result")
-    async def ask(body: Asked, request: Request, response: Response) -> CRAGResult:
+    async def ask(asked: Asked, request: Request, response: Response) -> CRAGResult:
         """The same JSON as ``python -m program ask --json``: answer, action, grades, strips, claims, trace."""
+        body, runner = asked
         recorder = runner.recorder()
         response.headers["X-Request-ID"] = recorder.request
         task = asyncio.create_task(runner.answer(body.question, _options(body), recorder))
@@ -121,21 +137,19 @@ def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: f
 
     @app.post("/ask/stream", response_class=EventSourceResponse, responses=STREAM_ERRORS,
               summary="Answer a question, streaming one event per step")
-    async def ask_stream(body: Asked):
+    async def ask_stream(asked: Asked):
         """Server-sent events: question, retrieved, graded, action, rewrite, web, strips, answer,
         claims, usefulness as they happen; then result (or error), then done."""
+        body, runner = asked
         async for event in step_events(runner, body.question, _options(body)):
             yield event
 
-    _add_chat_routes(app, runners, started)
+    _add_chat_routes(app, runners, int(time.time()))
 
     @app.api_route("/healthz", methods=["GET", "HEAD"], response_model=Health,
                    summary="Ready or busy, what is loaded (by name), the queue")
     async def healthz() -> Health:
-        queue = QueueHealth(running=runner.running, waiting=runner.waiting, concurrency=runner.concurrency,
-                            max_queue=runner.max_queue)
-        return Health(**app.state.info, status="busy" if runner.full else "ready", queue=queue,
-                      answered=runner.answered, failed=runner.failed)
+        return _health(runners, infos)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -143,3 +157,17 @@ def create_app(runner: QuestionRunner, info: dict | None = None, read_timeout: f
 
     app.mount("/page", StaticFiles(directory=PAGE_DIR), name="page")
     return app
+
+
+def _health(runners: dict[str, QuestionRunner], infos: dict[str, dict]) -> Health:
+    """The default knowledge base's health (the first), with every knowledge base's in ``knowledge_bases``."""
+    default = next(iter(runners))
+    runner = runners[default]
+    queue = QueueHealth(running=runner.running, waiting=runner.waiting, concurrency=runner.concurrency,
+                        max_queue=runner.max_queue)
+    others = [{**infos.get(name, {}).get("knowledge_base", {"model": name}), "web": r.web,
+               "thresholds": infos.get(name, {}).get("thresholds", {}), "status": "busy" if r.full else "ready"}
+              for name, r in runners.items()]
+    return Health(**infos.get(default, {}), status="busy" if runner.full else "ready", queue=queue,
+                  answered=sum(r.answered for r in runners.values()), failed=sum(r.failed for r in runners.values()),
+                  knowledge_bases=others)

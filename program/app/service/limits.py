@@ -50,8 +50,9 @@ class BodyLimits:
 
     Size: a body announced larger than ``MAX_BODY_BYTES`` (``Content-Length``) gets a JSON 413
     before it is read; a chunked one is counted as it arrives and refused with the same 413.
-    Time: each part of the body must arrive within ``read_timeout`` seconds, else 408 and the
-    connection is closed (a client that announces a body and sends nothing holds no worker).
+    Time: the whole body must arrive within ``read_timeout`` seconds of the app's first read, else
+    408 and the connection is closed (a client that announces a body and sends it a byte at a
+    time, or nothing, holds no worker).
     Both are ``HTTPException``s the handlers below answer.
     """
 
@@ -65,14 +66,16 @@ class BodyLimits:
         path, limit = scope["path"], body_limit(scope["path"])
         if length.isdigit() and int(length) > limit:
             return await error_response(path, 413, _too_large(path))(scope, receive, send)
-        received, complete = 0, False
+        received, complete, deadline = 0, False, None
 
         async def bounded():
-            nonlocal received, complete
+            nonlocal received, complete, deadline
             if complete:  # after the body: waiting for a disconnect has no deadline
                 return await receive()
+            loop = asyncio.get_running_loop()
+            deadline = deadline or loop.time() + self.read_timeout  # the whole body's, not each part's
             try:
-                message = await asyncio.wait_for(receive(), self.read_timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
             except TimeoutError:
                 raise HTTPException(408, f"the request body did not arrive within {self.read_timeout:g} s",
                                     headers={"Connection": "close"}) from None
@@ -111,6 +114,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         path = request.url.path
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            return error_response(path, 422, "the body is not valid JSON: nested too deeply")
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's "error parsing the body": bytes that are not UTF-8, so not JSON
             return error_response(path, 422, "the body is not valid JSON")

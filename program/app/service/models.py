@@ -48,6 +48,8 @@ class AskRequest(BaseModel):
     decide_retrieval: bool | None = Field(None, description="first ask whether the question needs sources at all")
     self_check: bool | None = Field(None, description="check every claim of the answer against its strips "
                                                       "(Self-RAG's IsSup); false answers as generated")
+    knowledge_base: str | None = Field(None, description="the knowledge base to answer from, by the name the "
+                                                        "operator gave it (GET /v1/models); default the first")
 
     @field_validator("question")
     @classmethod
@@ -62,12 +64,14 @@ def _a_boolean(value):
     return value
 
 
-def for_server(k: int, web: str, decide_retrieval: bool) -> type[AskRequest]:
-    """``AskRequest`` narrowed to what a server started with ``-k k``, ``--web web`` and
-    ``--decide-retrieval`` (or not) may do: ``k`` at most the server's, ``web`` 'none' or the
-    server's backend, ``decide_retrieval`` true only where the operator turned it on (it may answer
-    without sources). The OpenAPI schema then states exactly what a client may ask for."""
-    webs = tuple(dict.fromkeys(("none", web)))
+def for_server(k: int, webs: str | tuple[str, ...], decide_retrieval: bool,
+               names: tuple[str, ...] = ()) -> type[AskRequest]:
+    """``AskRequest`` narrowed to what a server started with ``-k k``, ``--web`` (its knowledge
+    bases' backends, ``webs``) and ``--decide-retrieval`` (or not) may do: ``k`` at most the
+    server's, ``web`` 'none' or a backend the server uses, ``decide_retrieval`` true only where the
+    operator turned it on (it may answer without sources), ``knowledge_base`` one of ``names``
+    (the knowledge bases served). The OpenAPI schema then states exactly what a client may ask for."""
+    webs = tuple(dict.fromkeys(("none", *((webs,) if isinstance(webs, str) else webs))))
     decide = bool if decide_retrieval else Annotated[Literal[False], BeforeValidator(_a_boolean)]
     return create_model(
         "AskRequest", __base__=AskRequest, __doc__=AskRequest.__doc__,
@@ -75,7 +79,10 @@ def for_server(k: int, web: str, decide_retrieval: bool) -> type[AskRequest]:
                              description=f"passages retrieved and graded; at most {k} (the server's)")),
         web=(Literal[webs] | None, Field(None, description="'none' for no web; else the server's own backend only")),
         decide_retrieval=(decide | None, Field(None, description="first ask whether the question needs sources at "
-                                                                 "all; true only on a server started with it")))
+                                                                 "all; true only on a server started with it")),
+        knowledge_base=(Literal[names] | None if names else str | None,
+                        Field(None, description="the knowledge base to answer from, by the name the operator gave "
+                                                "it (default the first)")))
 
 
 class ErrorBody(BaseModel):
@@ -110,5 +117,8 @@ class Health(BaseModel):
                          description="who decides each judgment (passage, strip, support, usefulness: trained, lm or "
                                      "cascade) and whether the judges were adapted to this knowledge base")
     queue: QueueHealth
+    knowledge_bases: list[dict] = Field(default_factory=list,
+                                        description="every knowledge base served (name, model, chunks, web, "
+                                                    "thresholds, status); the fields above are the first's")
     answered: int = Field(description="questions answered since start")
     failed: int = Field(description="questions that ended in an error since start")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from program.app.compiled import COMPILED_DIR, has_compiled, read_manifest
 from program.app.flags import SetupError, check_serve_flags, serve_key
 from program.app.service.access import Access
 from program.app.service.app import create_app
+from program.app.service.protocol import guarded_protocol
 from program.app.service.runner import QuestionRunner
 from program.app.startup import build_program_from_flags, check_setup, report_left_out
 from program.app.tracing import JsonlTrace
@@ -82,32 +85,62 @@ def _log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def served_knowledge_bases(args) -> list[tuple[str, argparse.Namespace]]:
+    """``(name, the flags for it)`` per ``--kb [NAME=]PATH`` (else ``CRAG_KB``, else PopQA), in
+    order; a PATH without NAME is named by ``model_id``. The flags are ``args`` with ``kb`` one PATH.
+
+    Raises:
+        SetupError: a name that is not letters, digits, ``.``, ``_`` and ``-``, or one given twice."""
+    given = args.kb if isinstance(args.kb, list) else [args.kb]
+    served: list[tuple[str, argparse.Namespace]] = []
+    for value in given:
+        name, sep, path = (value or "").partition("=")
+        if not sep or "/" in name or ":" in name:  # a path's or a URL's own '=' (?table=...) names nothing
+            name, path = "", value
+        name = name or model_id(resources.kb_location(path or None))
+        if not NAME.fullmatch(name):
+            raise SetupError(f"--kb {value}: a name is letters, digits, '.', '_' and '-' (at most 64), "
+                             f"got {name!r}")
+        if name in dict(served):
+            raise SetupError(f"--kb {value}: the name {name!r} is given twice")
+        served.append((name, argparse.Namespace(**{**vars(args), "kb": path or None})))
+    return served
+
+
 def serve(args) -> int:
-    """Check every flag, take the port, load the LM, knowledge base and program, and serve until interrupted.
+    """Check every flag, take the port, load the LM, each knowledge base and its program, and serve
+    until interrupted.
 
     Returns the exit code. Raises ``program.app.flags.SetupError`` for a bad flag, a port that cannot
     be taken, a backend or a corpus (all but the corpus checked before anything loads).
     """
     check_serve_flags(args)
-    config = check_setup(args)
+    served = [(name, flags, check_setup(flags)) for name, flags in served_knowledge_bases(args)]
     sock = listen(args.host, args.port)
     try:
-        runner, info = _load(args, config)
+        limiter, runners, infos = None, {}, {}
+        for name, flags, config in served:
+            runners[name], infos[name] = _load(flags, config, name, limiter)
+            limiter = runners[name].limiter  # the LM's slots are one, whichever knowledge base asks
         hosts = args.allowed_hosts or os.environ.get("CRAG_ALLOWED_HOSTS")
         access = Access.for_server(args.host, serve_key(args), hosts)
-        app = create_app(runner, info, read_timeout=args.read_timeout, access=access,
-                         name=info["knowledge_base"]["model"])
+        app = create_app(runners, infos, read_timeout=args.read_timeout, access=access)
         _log_to_stderr()
-        print(f"serving on http://{args.host}:{args.port}  (page: /  API: /docs  health: /healthz)", file=sys.stderr,
-              flush=True)
-        uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)).run(sockets=[sock])
+        print(f"serving {', '.join(runners)} on http://{args.host}:{args.port}  (page: /  API: /docs  "
+              "chat: /v1  health: /healthz)", file=sys.stderr, flush=True)
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5,
+                                      http=guarded_protocol(args.read_timeout))).run(sockets=[sock])
     finally:
         sock.close()
     return 0
 
 
-def _load(args, config) -> tuple[QuestionRunner, dict]:
-    """The runner on the loaded program, and what ``/healthz`` says of it (names, no paths)."""
+def _load(args, config, name: str, limiter=None) -> tuple[QuestionRunner, dict]:
+    """The runner on the loaded program of the knowledge base ``name`` (sharing ``limiter``), and
+    what ``/healthz`` says of it (names, no paths)."""
     program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it off
     location = resources.kb_location(args.kb)
     report_left_out(location, getattr(program, "knowledge_base", None))
@@ -118,11 +151,11 @@ def _load(args, config) -> tuple[QuestionRunner, dict]:
     decide = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
     runner = QuestionRunner(program, lm, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,
-                            sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [])
+                            sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [], limiter=limiter)
     kb = program.knowledge_base
     kb.search("warm up", 1)  # load the embedder now, not in the first question
     info = {"lm": model_name(lm), "embedded_lm": embedded,
-            "knowledge_base": {"name": _kb_name(location), "model": model_id(location), "chunks": len(kb)},
+            "knowledge_base": {"name": _kb_name(location), "model": name, "chunks": len(kb)},
             "compiled": _compiled_info(args), "web": runner.web,
             "thresholds": {"lower": program.settings.lower, "upper": program.settings.upper},
             "judges": program.judges_report() if hasattr(program, "judges_report") else {}}

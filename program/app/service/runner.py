@@ -72,18 +72,22 @@ class QuestionRunner:
         timeout: seconds a question may take, waiting included; then 504 and its work stops.
         decide_retrieval: the server's setting for retrieve-or-not.
         sinks: extra sinks for every question's step events (the ``--trace-jsonl`` file).
+        limiter: the slots shared with the server's other knowledge bases' runners (their LM is
+            one); default: this runner's own, of ``concurrency`` slots.
 
     The operator's settings bound every request: ``k`` at most the program's, the web backend
     the program's or none, retrieve-or-not on only where the operator turned it on.
     """
 
     def __init__(self, program, lm, *, concurrency: int = 1, max_queue: int = 64,
-                 timeout: float = 300.0, decide_retrieval: bool = False, sinks=()):
+                 timeout: float = 300.0, decide_retrieval: bool = False, sinks=(),
+                 limiter: anyio.CapacityLimiter | None = None):
         self.program, self.lm = program, lm
         self.concurrency, self.max_queue, self.timeout = concurrency, max_queue, timeout
         self.decide_retrieval = decide_retrieval
         self.sinks = list(sinks)
-        self.limiter = anyio.CapacityLimiter(concurrency)
+        # one limiter for the knowledge bases of one server: they share its LM's slots and queue
+        self.limiter = limiter or anyio.CapacityLimiter(concurrency)
         self.answered = self.failed = 0
 
     # ---- state for /healthz --------------------------------------------------------------------
