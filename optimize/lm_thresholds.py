@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     from program.stages.crag import CRAG
 
     if not has_compiled(args.out):
-        print(f"error: no compiled program in {args.out}; run: python -m optimize.compile", file=sys.stderr)
+        print(f"error: no compiled program in {args.out}; run: python -m optimize.compile --out DIR", file=sys.stderr)
         return 2
     manifest = read_manifest(args.out)
     lm = configure_lm(args.model)

@@ -23,7 +23,10 @@ def plot_modes(summary: dict[str, dict], path: str | Path, title: str = "") -> P
     points = [(m, s) for m, s in summary.items() if s.get("accuracy") is not None]
     if not points:
         return None
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # an extra (pip install 'crag-dspy[plots]'): the figures are in the summary
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

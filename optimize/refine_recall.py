@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     judges = load_judges(args.compiled)
     if judges is None:
-        print(f"error: {args.compiled} holds no trained judges; run python -m optimize.compile --only judges",
+        print(f"error: {args.compiled} holds no trained judges; run python -m optimize.compile --out DIR --only judges",
               file=sys.stderr)
         return 2
     measure(judges, args.split, args.out)

@@ -83,7 +83,10 @@ def selective_figures(df: pd.DataFrame) -> dict:
 def plot_risk_coverage(results: pd.DataFrame, path: str | Path, title: str) -> Path | None:
     """Accuracy among answered questions against coverage, one line per mode with a confidence;
     the PNG's path, or None when no mode has one."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # an extra (pip install 'crag-dspy[plots]'): the figures are in the summary
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

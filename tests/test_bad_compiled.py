@@ -192,7 +192,7 @@ def test_another_dspy_version_loads_with_a_one_line_warning(tmp_path, fake_lm):
     folder = _save(tmp_path / "compiled")
     _edit_json(folder / "manifest.json", lambda m: m.update(dspy_version="2.6.27"))
     with pytest.warns(UserWarning, match=r"compiled with DSPy 2\.6\.27, running 3\.4\.\d+; its prompts load but may "
-                                         r"behave differently \(recompile: python -m optimize.compile\)"):
+                                         r"behave differently \(recompile: python -m optimize.compile --out DIR\)"):
         program = load_compiled(folder, knowledge_base=ListKnowledgeBase([FOUNDING]), web=None, embedder=None)
     assert program(question="Who founded Acme Rockets?").answer == "Acme Rockets was founded by Jane Roe [1]."
 

@@ -29,12 +29,12 @@ from program.app.refinement import REFINEMENT_FILE, refines_passages
 from program.judges.adapted import adapted_dir
 from program.judges.operating_point import OPERATING_POINT_FILE
 from program.judges.judgments import PASSAGE
-from program.paths import PROJECT_ROOT
+from program.paths import COMPILED_DIR as PATHS_COMPILED_DIR
 from program.stages.draft import ConfidenceModel
 from program.stages.settings import DEFAULT_ACCEPT
 
 
-COMPILED_DIR = PROJECT_ROOT / "compiled"
+COMPILED_DIR = PATHS_COMPILED_DIR  # program.paths: the clone's compiled/, or an installed wheel's copy
 STATE_FILE = "crag.json"
 MANIFEST_FILE = "manifest.json"
 
@@ -163,7 +163,7 @@ def check_dspy_version(directory: str | Path, manifest: dict) -> None:
     running = getattr(dspy, "__version__", "")
     if saved and saved.split(".")[:2] != running.split(".")[:2]:
         warnings.warn(f"{Path(directory) / MANIFEST_FILE}: compiled with DSPy {saved}, running {running}; "
-                      "its prompts load but may behave differently (recompile: python -m optimize.compile)",
+                      "its prompts load but may behave differently (recompile: python -m optimize.compile --out DIR)",
                       stacklevel=3)
 
 
@@ -213,7 +213,7 @@ def load_state(program, source: str | Path | dict, where: str | Path | None = No
         if name in saved and _field_prefixes(saved[name]) != _field_prefixes(state):
             warnings.warn(f"{path}: {name} was compiled for another signature "
                           f"({_field_prefixes(saved[name])}); it keeps its uncompiled instructions. "
-                          "Recompile: python -m optimize.compile", stacklevel=2)
+                          "Recompile: python -m optimize.compile --out DIR", stacklevel=2)
             del saved[name]
     state = {**current, **{name: saved[name] for name in current if name in saved}}
     try:

@@ -63,7 +63,8 @@ def _judges_for(directory: Path, knowledge_base, embedder) -> tuple[JudgeSet | N
     judges = adapted or load_judges(directory)
     if judges is None:
         warnings.warn(f"{directory} holds no {JUDGES_FILE}: passages are scored by retrieval similarity and every "
-                      "other judgment is asked of the LM (train the judges: python -m optimize.compile --only judges)",
+                      "other judgment is asked of the LM (train the judges: python -m optimize.compile --out DIR "
+                      "--only judges)",
                       stacklevel=3)
         return None, "none: the LM judges"
     where = f"adapted ({adapted_dir(directory, knowledge_base).relative_to(directory).as_posix()})" if adapted \
@@ -110,14 +111,14 @@ def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="defa
     ``optimize.operating_point``), else the compile's.
 
     Raises:
-        FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile``).
+        FileNotFoundError: nothing compiled in ``directory`` (run ``python -m optimize.compile --out DIR``).
         CompiledError: a corrupt state, manifest, reader demo or refinement.json, or a manifest
             not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
     directory = Path(directory)
     if not has_compiled(directory):
-        raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile")
+        raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile --out DIR")
     manifest = read_manifest(directory)
     check_dspy_version(directory, manifest)
     kb = knowledge_base if knowledge_base is not None else resources.knowledge_base()

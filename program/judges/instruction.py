@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.paths import PROJECT_ROOT
+from program.paths import COMPILED_DIR
 from program.retrieval import get_embedder
 
-JUDGE_FILE = PROJECT_ROOT / "compiled" / "instruction_judge.json"
+JUDGE_FILE = COMPILED_DIR / "instruction_judge.json"
 CHAR_FEATURES = WORD_FEATURES = 2 ** 17
 EMBEDDING_DIM = 384  # the packaged all-MiniLM-L6-v2
 FORMAT = 2

@@ -258,4 +258,4 @@ def load_judges(directory: str | Path) -> JudgeSet | None:
         return JudgeSet.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, KeyError, TypeError) as exc:
         raise JudgesFileError(f"{path}: not a judges file ({type(exc).__name__}: {exc}); "
-                              "rebuild it: python -m optimize.compile --only judges") from None
+                              "rebuild it: python -m optimize.compile --out compiled --only judges") from None

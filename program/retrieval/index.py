@@ -227,9 +227,12 @@ class KnowledgeBase:
         from program.retrieval.postgres.url import is_database_url
 
         if is_database_url(str(location)):
-            # psycopg and the pgvector store load only for a database location
-            from program.retrieval.postgres.store import PgVectorKnowledgeBase
-
+            try:
+                # psycopg and the pgvector store load only for a database location
+                from program.retrieval.postgres.store import PgVectorKnowledgeBase
+            except ImportError as exc:
+                raise KnowledgeBaseError(f"a postgresql:// knowledge base needs the postgres extra ({exc.name} is "
+                                         "missing): pip install 'crag-dspy[postgres]'") from None
             return PgVectorKnowledgeBase.connect(str(location), embedder)
         return cls.load(location, embedder)
 
