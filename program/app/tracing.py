@@ -17,6 +17,8 @@ action             ``action`` (correct | ambiguous | incorrect), ``confidence`` 
 rewrite            ``query`` (RewriteQuery's search query)
 web                ``backend``, ``query``, ``hits``, ``fetched``, ``fetch_failures``, ``error``
 strips             ``stage`` (``internal`` | ``corrected``), ``kept``, ``dropped``, ``threshold``
+words              ``stage`` (``draft`` | ``corrected``), ``text``: a piece of the reader's answer as the embedded
+                   model writes it (the service only, ``program.lm.words``)
 answer             ``answer``, ``strict`` (the stricter retry), ``closed_book``; the last one,
                    once the answer is cited (``program.stages.attribution``), also ``cited`` (true),
                    ``sentences`` (text, cited, supported, by) and ``citations`` (number,
@@ -119,6 +121,12 @@ class StepRecorder(BaseCallback):
             for sink in self.sinks:
                 sink(record)
         return record
+
+    def words(self, text: str) -> None:
+        """A piece of the reader's answer as it is written (``program.lm.words``): a ``words`` event,
+        ``stage`` ``draft`` for the first answer, ``corrected`` for a later one (the correction's or
+        the stricter retry's)."""
+        self.emit("words", stage="draft" if self._answers == 0 else "corrected", text=text)
 
     # ---- DSPy callbacks ----------------------------------------------------------------------
     def on_lm_end(self, call_id, outputs, exception=None):

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 
 from program.lm.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file
+from program.lm.words import FieldText, current_sink
 
 # Both must be set before dspy is imported: no cost-map download, and a cache DSPy finds again.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -87,8 +88,9 @@ class LlamaCppEngine:
         if request.config.logprobs is not None:  # a judge's score from token probabilities
             body["logprobs"] = True
             body["top_logprobs"] = request.config.logprobs
+        sink = current_sink()
         with self._lock:
-            out = self._server.handle_chat_completions(body)
+            out = self._server.handle_chat_completions(body) if sink is None else _streamed(self._server, body, sink)
         if "error" in out:
             raise RuntimeError(f"llama.cpp error: {out['error']}")
         choice = out["choices"][0]
@@ -107,6 +109,34 @@ class LlamaCppEngine:
 
     def close(self) -> None:
         pass
+
+
+def _streamed(server, body: dict, sink) -> dict:
+    """``handle_chat_completions`` streamed: each piece's text goes to ``sink`` (only the answer
+    field's, ``program.lm.words.FieldText``) as llama.cpp writes it; returns the whole response as
+    the unstreamed call would (content, finish reason, token log probabilities, usage)."""
+    text, logprobs, finish, usage, errors = [], [], None, {}, []
+    field = FieldText(sink)
+
+    def on_chunk(chunk) -> bool:
+        nonlocal finish, usage
+        if "error" in chunk:
+            errors.append(chunk["error"])
+            return False
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            text.append(piece)
+            field.feed(piece)
+            logprobs.extend(((choice.get("logprobs") or {}).get("content")) or [])
+            finish = choice.get("finish_reason") or finish
+        usage = chunk.get("usage") or usage
+        return False  # go on
+
+    server.handle_chat_completions({**body, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
+    if errors:
+        return {"error": errors[0]}
+    return {"choices": [{"message": {"content": "".join(text)}, "finish_reason": finish,
+                         "logprobs": {"content": logprobs} if body.get("logprobs") else None}], "usage": usage}
 
 
 def _token_logprobs(logprobs: dict | None) -> tuple[TokenLogprob, ...] | None:

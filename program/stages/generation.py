@@ -9,6 +9,7 @@ import dspy
 
 from program.lm.configure import supports_logprobs
 from program.lm.token_scores import field_text_probability
+from program.lm.words import reading
 from program.types import Strip
 from signatures import GenerateAnswer, GenerateStrictAnswer
 
@@ -63,7 +64,10 @@ class AnswerGenerator(dspy.Module):
 
     def forward(self, question: str, strips: list[Strip], unsupported: list[str] | None = None,
                 with_probability: bool = False):
-        context = number_strips(strips)
+        with reading():  # the reader's words: a stream shows them as they are written (program.lm.words)
+            return self._write(question, number_strips(strips), unsupported, with_probability)
+
+    def _write(self, question: str, context: list[str], unsupported: list[str] | None, with_probability: bool):
         if with_probability:
             if not supports_logprobs():
                 return WrittenAnswer(str(self.generate(question=question, context=context).answer).strip(), None)

@@ -24,6 +24,7 @@ from program.app.resources import web_name
 from program.app.tracing import StepRecorder
 from program.guards.cost import cancellable
 from program.lm.retry import LMServiceError, will_retry
+from program.lm.words import words_to
 from program.types import CRAGResult
 
 log = logging.getLogger("program.service")
@@ -176,7 +177,8 @@ class QuestionRunner:
         def work() -> CRAGResult:
             # An LM call that failed after DSPy's own retries stops the question at its next step:
             # the judges would read the failure as "irrelevant" and every later call would fail too.
-            with dspy.context(lm=lm, callbacks=[recorder, _LMErrors(lm_errors, stop)]), cancellable(stop):
+            with dspy.context(lm=lm, callbacks=[recorder, _LMErrors(lm_errors, stop)]), cancellable(stop), \
+                    words_to(recorder.words):
                 return program(question=question, **({"history": list(history)} if history else {}))
 
         try:

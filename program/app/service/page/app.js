@@ -26,6 +26,7 @@ function reset() {
   $("set-aside-count").textContent = "0";
   $("verdict").hidden = true;
   $("status").className = "";
+  writing = "";
 }
 
 function bar(score) {
@@ -108,6 +109,7 @@ function showCited(answer, citations, sentences) {
 
 function onResult(r) {
   $("verdict").hidden = false;
+  writing = ""; $("answer").className = "";  // the verdict: the answer shown is the one given
   if (r.retrieval_skipped) $("action").replaceChildren(el("span", { class: "badge ungraded" }, "no retrieval"));
   const unsupported = showCited(r.answer, r.citations, r.sentences);
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
@@ -144,8 +146,18 @@ const SUMMARY = {
   error: (e) => `${e.status}: ${e.detail}`,
 };
 
+let writing = "";  // the stage whose words the answer shows as they come (draft, corrected)
+
+function onWords(e) {
+  // the reader's words as written, shown at once; the verdict (and the answer shown) comes after
+  $("verdict").hidden = false;
+  if (writing !== e.stage) { $("answer").textContent = ""; writing = e.stage; $("answer").className = "writing"; }
+  $("answer").textContent += e.text;
+}
+
 function onEvent(name, e) {
   if (name === "done") return;
+  if (name === "words") return onWords(e);  // one step line per piece would drown the steps
   $("steps").append(el("li", {}, el("time", {}, `${(e.t ?? 0).toFixed(2)} s`), el("b", {}, name), " ", (SUMMARY[name] || (() => ""))(e)));
   ({ retrieved: onRetrieved, graded: onGraded, action: onAction, strips: onStrips,
      rewrite: (x) => $("correction").append(el("p", {}, "rewritten query: ", el("q", {}, x.query))),
@@ -156,6 +168,7 @@ function onEvent(name, e) {
      web: (x) => $("correction").append(el("p", {}, `web (${x.backend}): `, x.error || x.hits.map((h) => h.url).join(", "))),
      answer: (x) => {
        $("verdict").hidden = false;
+       writing = ""; $("answer").className = "";
        if (x.cited) showCited(x.answer, x.citations, x.sentences); else $("answer").textContent = x.answer;
      },
      result: (x) => onResult(x.result),
