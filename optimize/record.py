@@ -36,7 +36,7 @@ from program.types import Trace
 CSV_COLUMNS = [
     "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
     "confidence", "fallback", "escalated", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens",
-    "seconds", "error", "gold",
+    "cached_tokens", "seconds", "error", "gold",
     "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness",
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
@@ -44,7 +44,7 @@ CSV_COLUMNS = [
     "draft", "draft_correct", "draft_checks", "candidate_correct", "answered_by", "reason", "standalone",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
-                "seconds", "notes"]
+                "cached_tokens", "seconds", "notes"]
 POST_HOC_MODES = ("rag", "crag", "langgraph")  # answers checked after the fact when --groundedness is on
 
 
@@ -120,7 +120,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
         lm_calls=getattr(trace, "lm_calls", None),
         prompt_tokens=getattr(trace, "prompt_tokens", None),
         completion_tokens=getattr(trace, "completion_tokens", None),
-    )
+        cached_tokens=getattr(trace, "cached_tokens", None))
     if any(s.step == "decide-retrieval" for s in getattr(trace, "steps", None) or []):
         out["retrieval_skipped"] = bool(getattr(res, "retrieval_skipped", False))
     out["correct"] = is_correct(row, out["answer"], out["fallback"])
@@ -132,7 +132,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     for i, s in enumerate(getattr(trace, "steps", None) or []):
         steps.append({"id": row["id"], "mode": mode, "step_index": i, "step": s.step, "lm_calls": s.lm_calls,
                       "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
-                      "seconds": s.seconds, "notes": s.notes})
+                      "cached_tokens": s.cached_tokens, "seconds": s.seconds, "notes": s.notes})
     out.update(_groundedness(mode, res, checker))
     out.update(_citations(res, getattr(getattr(program, "attributor", None), "judges", None)))
     return out, steps

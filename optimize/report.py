@@ -18,9 +18,9 @@ from optimize.selective import COVERAGES, selective_figures, truthfulness
 ACTIONS = ("correct", "ambiguous", "incorrect")
 CONFIDENT_MODES = {"rag", "crag", "self-crag"}  # the modes whose confidence scores their answer
 _BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")  # candidate_correct stays text
-_NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "seconds", "claims", "claims_fully",
-        "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens", "check_completion_tokens",
-        "check_seconds", "citation_recall", "citation_precision", "unsupported_sentences")
+_NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "seconds", "claims",
+        "claims_fully", "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens",
+        "check_completion_tokens", "check_seconds", "citation_recall", "citation_precision", "unsupported_sentences")
 _COST = ("lm_calls", "prompt_tokens", "completion_tokens", "tokens", "seconds")
 
 
@@ -54,7 +54,9 @@ def read_steps(path: str | Path) -> pd.DataFrame:
     if not Path(path).exists():
         return pd.DataFrame(columns=STEP_COLUMNS)
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ("step_index", "lm_calls", "prompt_tokens", "completion_tokens", "seconds"):
+    if "cached_tokens" not in df:  # an older run: the cache was not counted
+        df["cached_tokens"] = ""
+    for col in ("step_index", "lm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "seconds"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df.drop_duplicates(["mode", "id", "step_index"], keep="last").reset_index(drop=True)
 
@@ -83,12 +85,11 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     Returns:
         ``n``, ``errors``, ``accuracy`` (errors count as wrong), ``actions`` (counts, or None
         without an evaluator), ``correction_rate`` (graded questions routed to incorrect or
-        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded questions whose CORRECT
-        route fell through to
-        the web), ``fallback_rate``, ``abstention_answerable`` / ``abstention_unanswerable``
-        (None without such rows), ``groundedness`` / ``groundedness_partial`` (share of the
-        claims of non-abstaining answers fully / partially supported; None without claims),
-        ``claims_checked``, ``grounded_by`` (``self-check``, ``post-hoc`` or None),
+        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded
+        questions whose CORRECT route fell through to the web), ``fallback_rate``,
+        ``abstention_answerable`` / ``abstention_unanswerable`` (None without such rows),
+        ``groundedness`` / ``groundedness_partial`` (share of the claims of non-abstaining answers
+        fully / partially supported; None without), ``claims_checked``, ``grounded_by``,
         ``cited_share`` (answers that state something, neither the fallback nor an abstention,
         with at least one citation), ``citation_recall`` / ``citation_precision`` (ALCE's,
         mean over those answers; ``program.stages.attribution.citation_quality``), None without them,
@@ -100,7 +101,8 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         ``tokens`` and ``seconds`` per question, ``check_lm_calls`` / ``check_seconds``
         (totals of the post-hoc check, outside the mode's cost), ``steps`` (per step: ``ran``
         = questions it ran for, ``mean_lm_calls``, ``mean_prompt_tokens``,
-        ``mean_completion_tokens``, ``mean_seconds`` per answered question), and with
+        ``mean_completion_tokens``, ``mean_seconds`` per answered question; ``_step_medians``),
+        ``median_cached_tokens`` (prompt tokens the LM's cache served; None in older runs), and with
         ``with_expected`` ``action_accuracy`` and ``confusion`` ({expected: {predicted: count}}
         over graded rows with a label). A question the retrieval decider answered without
         retrieval has no action, so it is outside ``actions``, the correction and escalation
@@ -187,6 +189,8 @@ def _cost_figures(ok: pd.DataFrame) -> dict:
     for col in _COST:
         s[f"median_{col}"] = _clean(median(ok[col].tolist()))
         s[f"p90_{col}"] = _clean(percentile(ok[col].tolist(), 90))
+    counted = ok["cached_tokens"].dropna().tolist()  # empty in runs from before the cache was counted
+    s["median_cached_tokens"] = _clean(median(counted)) if counted else None
     s["check_lm_calls"] = _clean(ok["check_lm_calls"].sum()) if ok["check_lm_calls"].notna().any() else None
     s["check_seconds"] = _clean(ok["check_seconds"].sum()) if ok["check_seconds"].notna().any() else None
     return s
@@ -239,6 +243,25 @@ def _steps(steps: pd.DataFrame, answered: int) -> dict:
         out[name] = {"ran": int(g["id"].nunique())}
         for col in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds"):
             out[name][f"mean_{col}"] = round(float(g[col].sum()) / answered, 3)
+        out[name].update(_step_medians(g))
+    return out
+
+
+def _step_medians(g: pd.DataFrame) -> dict:
+    """One step's medians over the questions it ran for: ``median_seconds``, and where it made
+    LM calls ``median_prompt_tokens`` (sent), ``median_cached_tokens`` (of those, served by the
+    LM's prompt cache; None in runs that did not count them) and ``median_read_tokens`` (sent
+    and not cached: what the LM read)."""
+    per = g.groupby("id")[["lm_calls", "prompt_tokens", "cached_tokens", "seconds"]].sum(min_count=1)
+    out = {"median_seconds": _clean(median(per["seconds"].dropna().tolist()))}
+    called = per[per["lm_calls"].fillna(0) > 0]
+    if called.empty:
+        return out
+    out["median_prompt_tokens"] = _clean(median(called["prompt_tokens"].dropna().tolist()))
+    cached = called["cached_tokens"].dropna()
+    out["median_cached_tokens"] = _clean(median(cached.tolist())) if len(cached) else None
+    read = (called["prompt_tokens"] - called["cached_tokens"]).dropna()
+    out["median_read_tokens"] = _clean(median(read.tolist())) if len(read) else None
     return out
 
 

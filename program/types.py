@@ -163,7 +163,11 @@ class AnswerSentence:
 
 @dataclass
 class StepCost:
-    """Cost of one named step: LM calls, tokens and wall-clock seconds."""
+    """Cost of one named step: LM calls, tokens and wall-clock seconds.
+
+    ``prompt_tokens`` counts every prompt token the step's calls sent; ``cached_tokens`` those of
+    them the LM's prompt cache served (read before, not read again; 0 when the LM does not say).
+    """
 
     step: str
     lm_calls: int = 0
@@ -171,6 +175,7 @@ class StepCost:
     completion_tokens: int = 0
     seconds: float = 0.0
     notes: str = ""
+    cached_tokens: int = 0
 
 
 @dataclass
@@ -214,6 +219,11 @@ class Trace:
     @property
     def completion_tokens(self) -> int:
         return sum(s.completion_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def cached_tokens(self) -> int:
+        return sum(s.cached_tokens for s in self.steps)
 
     @computed_field
     @property
@@ -323,5 +333,6 @@ class CRAGResult:
         d["trace"]["lm_calls"] = self.trace.lm_calls
         d["trace"]["prompt_tokens"] = self.trace.prompt_tokens
         d["trace"]["completion_tokens"] = self.trace.completion_tokens
+        d["trace"]["cached_tokens"] = self.trace.cached_tokens
         d["trace"]["seconds"] = round(self.trace.seconds, 3)
         return d

@@ -16,6 +16,10 @@ answered in parallel. ``fail=True`` answers every call with HTTP 500 instead.
 * ``"garbage"``: a completion of noise without any field marker.
 
 ``server.requests`` counts every request, ``server.calls`` the ones answered normally.
+``server.prompts`` keeps each answered request's messages. Like vLLM's and SGLang's prefix
+caches, the usage says how much of a prompt an earlier one already held
+(``prompt_tokens_details.cached_tokens``: the words of the longest prefix, in messages, that it
+shares with an earlier prompt and its reply).
 
 Run alone for the service benchmark or by hand:
 ``python -m tests.served_fake_lm --port 8001 --delay 0.05`` then
@@ -54,6 +58,7 @@ class FakeLMServer(ThreadingHTTPServer):
         self.fault, self.fault_calls, self.retry_after, self.hang = fault, fault_calls, retry_after, hang
         self.calls = 0
         self.requests = 0
+        self.prompts: list[list[dict]] = []
         self._lock = threading.Lock()
         self.base = f"http://127.0.0.1:{self.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -64,6 +69,17 @@ class FakeLMServer(ThreadingHTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+
+
+def _shared_words(prompt: list[dict], seen: list[dict]) -> int:
+    """The words of the messages ``prompt`` begins with that ``seen`` begins with too, whole
+    messages only (a prefix cache's hit, counted in words)."""
+    shared = 0
+    for a, b in zip(prompt, seen):
+        if a != b:
+            break
+        shared += len(a["content"].split())
+    return shared
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -88,17 +104,21 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(server.hang)
         messages = body.get("messages", [])
         system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
-        user = _text(messages[-1].get("content")) if messages else ""
+        users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
         time.sleep(server.delay)
-        text, n_in, n_out = server.fake.reply(system, user)
+        text, n_in, n_out = server.fake.reply(system, users[-1] if users else "", users[:-1])
         text = _misbehave(fault, text)
+        turns = [{"role": m.get("role"), "content": _text(m.get("content"))} for m in messages]
         with server._lock:
             server.calls += fault is None
+            cached = max((_shared_words(turns, seen) for seen in server.prompts), default=0)
+            server.prompts.append(turns + [{"role": "assistant", "content": text}])
         payload = {"id": f"cmpl-{server.requests}", "object": "chat.completion", "created": 0,
                    "model": body.get("model", "fake"),
                    "choices": [{"index": 0, "finish_reason": "stop",
                                 "message": {"role": "assistant", "content": text}}],
-                   "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
+                   "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
+                             "prompt_tokens_details": {"cached_tokens": min(cached, n_in)}}}
         self._send(200, payload, cut=fault == "bad-body")
 
     def _send(self, status: int, payload: dict, headers: dict | None = None, cut: bool = False) -> None:

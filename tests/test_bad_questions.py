@@ -76,9 +76,9 @@ class Prompts:
         self.seen: list[tuple[str, str]] = []
         reply = lm.reply
 
-        def recording(system, user):
+        def recording(system, user, earlier=()):
             self.seen.append((system, user))
-            return reply(system, user)
+            return reply(system, user, earlier)
 
         lm.reply = recording
 

@@ -89,6 +89,7 @@ def step(trace: Trace, name: str):
             usage = entry.get("usage") or {}
             cost.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             cost.completion_tokens += int(usage.get("completion_tokens") or 0)
+            cost.cached_tokens += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
         trace.steps.append(cost)
     if guard is not None:
         guard.after_step(cost.lm_calls, cost.prompt_tokens + cost.completion_tokens)

@@ -48,10 +48,11 @@ class DataOnlyChatAdapter(dspy.ChatAdapter):
 
 
 @contextmanager
-def inputs_as_data():
-    """Use :class:`DataOnlyChatAdapter` inside the block, unless an adapter was configured."""
+def inputs_as_data(adapter_type: type[DataOnlyChatAdapter] = DataOnlyChatAdapter):
+    """Use ``adapter_type`` (a :class:`DataOnlyChatAdapter`) inside the block, unless an adapter
+    was configured."""
     if dspy.settings.adapter is not None:
         yield
         return
-    with dspy.context(adapter=DataOnlyChatAdapter()):
+    with dspy.context(adapter=adapter_type()):
         yield

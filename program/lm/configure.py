@@ -100,7 +100,8 @@ class LlamaCppEngine:
             model=Path(self.model_path).name,
             message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
+            usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0),
+                        cache_read_tokens=cached_tokens(usage)),
             logprobs=_token_logprobs(choice.get("logprobs")) if request.config.logprobs is not None else None,
         )
 
@@ -137,6 +138,12 @@ def _streamed(server, body: dict, sink) -> dict:
         return {"error": errors[0]}
     return {"choices": [{"message": {"content": "".join(text)}, "finish_reason": finish,
                          "logprobs": {"content": logprobs} if body.get("logprobs") else None}], "usage": usage}
+
+
+def cached_tokens(usage: dict) -> int:
+    """Of a llama.cpp response's prompt tokens, those its slot's cache served (not read again):
+    ``usage.prompt_tokens_details.cached_tokens``, 0 when absent."""
+    return int(((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
 
 
 def _token_logprobs(logprobs: dict | None) -> tuple[TokenLogprob, ...] | None:

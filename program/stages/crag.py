@@ -20,6 +20,7 @@ from program.guards.cost import step
 from program.judges.judgments import JUDGMENTS, PASSAGE
 from program.guards.question import MAX_QUESTION_CHARS, QuestionError, validate_question  # noqa: F401 - public here too
 from program.lm.adapter import inputs_as_data
+from program.lm.continuation import Reading, RecordingChatAdapter, continuing, recorded_reading
 from program.lm.configure import CRITIQUE_CONFIG
 from program.retrieval.fusion import fuse_passages
 from program.stages.attribution import Attribution, Attributor
@@ -174,7 +175,7 @@ class CRAG(dspy.Module):
         standalone question (``program.stages.followup``; ``result.asked`` keeps the user's words)."""
         asked = validate_question(question)
         trace = Trace(judges=self.judges_report())
-        with guarded(self.settings.caps or QuestionCaps.from_env()) as guard, inputs_as_data():
+        with guarded(self.settings.caps or QuestionCaps.from_env()) as guard, inputs_as_data(RecordingChatAdapter):
             try:
                 question = self._standalone(asked, history, trace)
                 result = self._forward(question, trace)
@@ -269,7 +270,7 @@ class CRAG(dspy.Module):
         (``unknown``: the question's names the knowledge base never mentions)."""
         if not strips:
             return Draft("", [], DraftEvidence(abstained=True), 0.0)
-        with step(trace, name) as cost:
+        with step(trace, name) as cost, recorded_reading() as record:
             try:
                 answer, probability = self.generator.draft(question=question, strips=strips)
             except UNREADABLE_OUTPUT as exc:  # what the reader wrote cannot be parsed: no answer
@@ -279,7 +280,9 @@ class CRAG(dspy.Module):
             evidence = check_draft(question, answer, strips, scores, probability, unknown)
             confidence = self.confidence.score(evidence)
             cost.notes = f"confidence {confidence:.2f}; {evidence.summary()}"
-        return Draft(answer, strips, evidence, confidence)
+        # one parsed call: the claim check may continue it (program.lm.continuation)
+        reading = record.reading if record.calls == 1 and answer else None
+        return Draft(answer, strips, evidence, confidence, reading if self.settings.continue_reading else None)
 
     def _decide(self, draft: Draft, grades: list[ChunkGrade], trace: Trace) -> Decision:
         best_score = max((g.score for g in grades if not is_set_aside(g)), default=-1.0)
@@ -431,7 +434,7 @@ class CRAG(dspy.Module):
         claims against the strips they cite (§3.1). No retry: that and IsUse are self-crag's
         (``_check_claims``)."""
         with step(trace, VERIFY) as cost:
-            claims = self.checker(question=question, answer=answer.answer, strips=answer.strips)
+            claims = self.checker(question=question, answer=answer.answer, strips=answer.strips, reading=answer.reading)
             cost.notes = (f"confidence {answer.confidence:.2f} < accept {self.settings.accept:.2f} + band "
                           f"{self.settings.verify_band:.2f}: {sum(c.support != 'no' for c in claims)} of {len(claims)} "
                           "claim(s) supported")
@@ -440,9 +443,9 @@ class CRAG(dspy.Module):
     def _check_claims(self, question: str, chosen_answer: Draft, trace: Trace) -> Checked:
         """Self-RAG's IsSup over the chosen answer's claims against the same evidence, the
         capped stricter retry for unsupported ones, and IsUse (§3.1)."""
-        answer, strips = chosen_answer.answer, chosen_answer.strips
+        answer, strips, reading = chosen_answer.answer, chosen_answer.strips, chosen_answer.reading
         with step(trace, SELF_CHECK):
-            claims = self.checker(question=question, answer=answer, strips=strips)
+            claims = self.checker(question=question, answer=answer, strips=strips, reading=reading)
         checked = Checked(SELF_CHECK, answer, claims)
         retries = self.settings.max_retries
         for _ in range(self.settings.max_retries):
@@ -450,36 +453,36 @@ class CRAG(dspy.Module):
             if not unsupported:
                 break
             trace.note(f"{len(unsupported)} unsupported claim(s): stricter retry")
-            checked = self._retry(question, strips, unsupported, checked, trace)
+            checked = self._retry(question, strips, unsupported, checked, trace, reading)
             retries -= 1
         # Self-RAG's IsUse: an answer that does not address the question gets the same capped retry
         threshold = self.usefulness.threshold(self.settings.lower)
         if self.usefulness.judges is not None:
-            with step(trace, "usefulness") as cost:
+            with step(trace, "usefulness") as cost, continuing(reading):
                 checked = replace(checked, usefulness=self.usefulness(question=question, answer=checked.answer))
                 cost.notes = f"usefulness={checked.usefulness} (threshold {threshold})"
         if 0 <= checked.usefulness < threshold and retries > 0 and not is_abstention(checked.answer):
             trace.note(f"usefulness {checked.usefulness} below {threshold}: stricter retry")
             checked = self._retry(question, strips, [f"{strip_citations(checked.answer)} (does not answer the "
-                                                     "question)"], checked, trace)
+                                                     "question)"], checked, trace, reading)
         return checked
 
     def _retry(self, question: str, strips: list[Strip], unsupported: list[str], checked: Checked,
-               trace: Trace) -> Checked:
+               trace: Trace, reading: Reading | None = None) -> Checked:
         """The capped stricter regeneration and its self-check.
 
         The retry replaces the checked answer only when its claims hold up at least as well
         (``support_rank``); Self-RAG keeps the output its critique ranks best (§3.3), and a
         stricter prompt on a 1.5B model often writes a worse answer than the first."""
         checked = replace(checked, retried=True)
-        with step(trace, "generate-strict"):
+        with step(trace, "generate-strict"), continuing(reading, context="the numbered context strips above"):
             try:
                 retried = self.generator(question=question, strips=strips, unsupported=unsupported)
             except UNREADABLE_OUTPUT as exc:
                 trace.note(f"generate-strict: unparseable output ({type(exc).__name__}); the first answer stands")
                 return checked
         with step(trace, "self-check-retry"):
-            retried_claims = self.checker(question=question, answer=retried, strips=strips)
+            retried_claims = self.checker(question=question, answer=retried, strips=strips, reading=reading)
         if support_rank(retried_claims) < support_rank(checked.claims):
             trace.note(f"the stricter retry held up less ({support_rank(retried_claims)} < "
                        f"{support_rank(checked.claims)}): the first answer stands")

@@ -30,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from program.judges.features import entity_names
+from program.lm.continuation import Reading
 from program.retrieval.mentions import mentioned_in, word_set
 from program.stages.generation import cited_numbers
 from program.stages.selfcheck import (VERDICT_VALUE, is_abstention, lexical_support, strip_citations,
@@ -233,12 +234,16 @@ class Draft:
         strips: the numbered context (``[1]`` is ``strips[0]``).
         evidence: its checks (``check_draft``).
         confidence: its probability of being right (``ConfidenceModel.score``), in [0, 1].
+        reading: the reader's call as the LM saw it (``program.lm.continuation.Reading``), which
+            the claim check continues so that the prompt cache serves the strips; None when
+            it was not recorded.
     """
 
     answer: str
     strips: list[Strip]
     evidence: DraftEvidence
     confidence: float
+    reading: Reading | None = None
 
     @property
     def abstained(self) -> bool:

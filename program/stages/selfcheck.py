@@ -27,6 +27,7 @@ from program.judges.features import entity_names, evidence_sentences  # noqa: F4
 from program.judges.judgments import SUPPORT
 from program.judges.store import JudgeChoice, who_judges
 from program.lm.configure import CRITIQUE_CONFIG
+from program.lm.continuation import Reading, can_continue, continuing, continuing_reference
 from program.stages.generation import cited_numbers
 from program.stages.relation import states_role
 from program.text import (clean_copy, content_words, coverage, has_negation, is_none, numbers, sentences,
@@ -211,9 +212,17 @@ class ClaimChecker(dspy.Module):
         self.support = dspy.Predict(CheckClaimSupport)
         self.extract_single_sentence = extract_single_sentence
 
-    def forward(self, question: str, answer: str, strips: list[Strip]) -> list[Claim]:
+    def forward(self, question: str, answer: str, strips: list[Strip], reading: Reading | None = None) -> list[Claim]:
+        """The answer's claims, each with its support verdict. With ``reading`` (the reader's
+        call that wrote the answer over ``strips``), every LM call continues it
+        (``program.lm.continuation``) and names the cited strips instead of sending them again."""
         if is_abstention(answer):
             return []
+        reading = reading if can_continue(reading) else None
+        with continuing(reading):
+            return self._claims(question, answer, strips, reading)
+
+    def _claims(self, question: str, answer: str, strips: list[Strip], reading: Reading | None) -> list[Claim]:
         answer_sentences = sentences(answer)
         if len(answer_sentences) == 1 and not self.extract_single_sentence:
             texts = [answer.strip()]
@@ -234,7 +243,7 @@ class ClaimChecker(dspy.Module):
             cited = cited_numbers(self._sentence_for(text, answer_sentences),
                                   len(strips)) or cited_numbers(text, len(strips))
             evidence = [strips[n - 1] for n in cited] or strips
-            verdict, score = self._check(text, evidence, question)
+            verdict, score = self._check(text, evidence, question, reading and cited)
             claims.append(Claim(text=strip_citations(text), support=verdict, cited=cited, score=score))
         return claims
 
@@ -243,14 +252,34 @@ class ClaimChecker(dspy.Module):
         words = set(strip_citations(claim).lower().split())
         return max(sentences, key=lambda s: len(words & set(s.lower().split())), default="")
 
-    def _check(self, claim: str, evidence: list[Strip], question: str = "") -> tuple[str, float]:
+    def _check(self, claim: str, evidence: list[Strip], question: str = "",
+               cited: list[int] | None = None) -> tuple[str, float]:
         """``(verdict, trained score or -1.0)`` for one claim against its evidence strips
-        (``decide_support``, the LM asked when the judge choice says so)."""
+        (``decide_support``, the LM asked when the judge choice says so). ``cited``: the strip
+        numbers the evidence has in the reading a continued check names (None: it sends the
+        evidence; ``[]``: every strip of the reading)."""
         if not evidence:
             return "no", -1.0
-        decided = decide_support(claim, "\n".join(s.text for s in evidence), question, self.judges, self._quote)
+        quote = self._quote if cited is None else (lambda c, e: self._quote_cited(c, cited))
+        decided = decide_support(claim, "\n".join(s.text for s in evidence), question, self.judges, quote)
         return decided.verdict, -1.0 if decided.score is None else decided.score
 
     def _quote(self, claim: str, evidence: str) -> str:
         """The evidence sentence ``CheckClaimSupport`` quotes for the claim (raises when unparseable)."""
         return self.support(claim=claim, evidence=evidence, config=CRITIQUE_CONFIG).quote
+
+    def _quote_cited(self, claim: str, cited: list[int]) -> str:
+        """``_quote`` inside a continued reading: the evidence is named, not sent again."""
+        with continuing_reference(evidence=cited_reference(cited)):
+            return self.support(claim=claim, evidence="", config=CRITIQUE_CONFIG).quote
+
+
+def cited_reference(cited: list[int]) -> str:
+    """What a continued check reads as its evidence: ``[2, 3]`` -> "the context strips [2] and [3]
+    above"; ``[]`` -> "the context strips above"."""
+    if not cited:
+        return "the context strips above"
+    marks = [f"[{n}]" for n in cited]
+    named = marks[0] if len(marks) == 1 else ", ".join(marks[:-1]) + " and " + marks[-1]
+    return f"the context {'strip' if len(marks) == 1 else 'strips'} {named} above"
+

@@ -46,6 +46,10 @@ class CRAGSettings:
         refine_passages: the reader reads the knowledge base's passages refined into knowledge
             strips (decompose-then-recompose, CRAG §4.4); set where the strip judge keeps an
             answering strip for at least 90 % of the labeled questions (``program.app.refinement``).
+        continue_reading: the claim check, the stricter retry and the usefulness check continue
+            the reader's conversation (``program.lm.continuation``): the prompt cache serves the
+            strips the reader read and each check pays for its own turn; False sends each check
+            its evidence in a prompt of its own.
         probabilities: the evaluator asks the LM's yes/no probability where it asks the LM (the
             compile's calibration says whether that pays).
         max_chars: characters of each passage the reader reads (as plain RAG reads it).
@@ -67,6 +71,7 @@ class CRAGSettings:
     max_retries: int = 1
     decide_retrieval: bool = False
     refine_passages: bool = False
+    continue_reading: bool = True
     probabilities: bool = False
     max_chars: int = 1500
     web_k: int = 2
