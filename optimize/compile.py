@@ -32,6 +32,7 @@ import dspy  # noqa: E402  (after program.lm.configure, which sets DSPy's cache 
 
 from eval_sets import adversarial  # noqa: E402
 from optimize import predictor_metrics as pm  # noqa: E402
+from optimize.continued import ContinuedCheck  # noqa: E402
 from optimize.judge_choice import choose, popqa_lm_rows  # noqa: E402
 from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
 from optimize.training.sources import labeled_sources, sources_stamp  # noqa: E402
@@ -48,7 +49,7 @@ from program.lm.configure import configure_lm, model_name, supports_logprobs
 from program.stages.crag import CRAG  # noqa: E402
 from program.stages.evaluator import score_grade  # noqa: E402
 from program.stages.followup import conversation_text  # noqa: E402
-from signatures import DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion  # noqa: E402
+from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion  # noqa: E402
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -99,9 +100,12 @@ KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained 
 
 def _evaluate(predictor, devset, spec: PredictorSpec, knowledge_base=None) -> dict:
     """The predictor's dev figures (``spec.figures``, ``optimize.predictor_metrics``), with the
-    ``(example, prediction, score)`` rows under ``"_rows"`` (for the judge choice; not saved)."""
+    ``(example, prediction, score)`` rows under ``"_rows"`` (for the judge choice; not saved).
+    The claim check is asked as the program asks it, continuing a reader's call
+    (``optimize.continued``)."""
+    asked = ContinuedCheck(predictor) if spec.signature is CheckClaimSupport else predictor
     result = dspy.Evaluate(devset=devset, metric=spec.metric, num_threads=1, display_progress=True,
-                           provide_traceback=False)(predictor)
+                           provide_traceback=False)(asked)
     return {**spec.figures(result.results, knowledge_base), "_rows": result.results}
 
 

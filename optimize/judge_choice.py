@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from optimize import predictor_metrics as pm
+from optimize.continued import ContinuedCheck
 from program.judges import JudgeChoice, JudgeSet
 from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT
 from program.judges.store import corpus_key
@@ -143,7 +144,10 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
                 rows[kind].append((example, None, None))  # decided without the LM, as in the program
                 continue
             try:
-                pred = predictors[judgment.predictor](**example.inputs(), config=CRITIQUE_CONFIG)
+                if judgment is SUPPORT:  # asked as the program asks it (optimize.continued)
+                    pred = ContinuedCheck(predictors[judgment.predictor])(**example.inputs(), question=example.question)
+                else:
+                    pred = predictors[judgment.predictor](**example.inputs(), config=CRITIQUE_CONFIG)
             except Exception:  # noqa: BLE001 - unparsed output is a row the LM got wrong
                 pred = None
             rows[kind].append((example, pred, None))

@@ -48,6 +48,7 @@ def test_a_plain_question_is_answered_with_its_citations_and_verdict(client):
     assert reply.object == "chat.completion" and reply.model == "docs"
     assert reply.choices[0].message.content == "Acme Rockets was founded by Jane Roe [1]."
     assert reply.choices[0].finish_reason == "stop" and reply.usage.total_tokens > 0
+    assert 0 <= reply.usage.prompt_tokens_details.cached_tokens <= reply.usage.prompt_tokens
     assert reply.citations == [{"number": 1, "file": "acme.md", "page": 0, "title": "Acme Rockets", "url": "",
                                 "label": "acme.md#0"}]
     assert reply.crag["declined"] is False and reply.crag["action"] == "correct"

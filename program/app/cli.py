@@ -198,7 +198,8 @@ def _print_result(result, config, args) -> None:
               + (f"; {w['error']}" if w["error"] else ""))
     if t.judges:
         print(judges_line(t.judges))
-    print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens}  seconds: {t.seconds:.1f}")
+    print(f"LM calls: {t.lm_calls}  tokens: {t.prompt_tokens}+{t.completion_tokens} "
+          f"({t.cached_tokens} of the prompt from the cache)  seconds: {t.seconds:.1f}")
 
 
 def _web_line(config, args) -> str:

@@ -107,8 +107,11 @@ def verdict(result: CRAGResult, request: str) -> dict:
 
 
 def _usage(result: CRAGResult) -> dict:
+    """OpenAI's usage object over every LM call the question made; ``prompt_tokens_details.
+    cached_tokens``: the prompt tokens the LM's cache served (``docs/prompt-cache.md``)."""
     prompt, completion = result.trace.prompt_tokens, result.trace.completion_tokens
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": result.trace.cached_tokens}}
 
 
 def completion(result: CRAGResult, model: str, request: str) -> dict:
