@@ -155,3 +155,18 @@ def test_the_compile_asks_a_support_row_as_the_program_asks_it(fake_lm):
     (_, user, earlier), = sent.calls
     assert earlier and "the context strip [1] above" in user and FOUNDING not in user
     assert pred.quote == FOUNDING  # the fake read strip [1] of the reading, as a model would
+
+
+def test_a_quote_of_the_answer_with_a_number_the_evidence_lacks_supports_nothing():
+    """support-023: continuing the reader's call, the check copied the answer (365 days) instead of
+    the strip (180 days); the copy shares all but one word with the strip."""
+    from program.stages.selfcheck import judge_support
+
+    evidence = ("You can refund a payment for up to 180 days after the original charge. After 180 days the "
+                "Refund button is disabled and you need to pay the customer back another way, for example by "
+                "bank transfer.")
+    claim = "You can refund a payment up to 365 days after the original charge."
+    assert judge_support(claim, "You can refund a payment up to 365 days after the original charge. [1]",
+                         evidence) == "no"
+    assert judge_support("You can refund a payment for up to 180 days.",
+                         "You can refund a payment for up to 180 days after the original charge.", evidence) == "fully"

@@ -68,7 +68,8 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
             journalist." holds half the claim's words, but not the answer.
 
     Returns:
-        ``"no"`` when the quote is NONE, is not in the evidence (an invented quote),
+        ``"no"`` when the quote is NONE, is not in the evidence (an invented quote: under 90 %
+        of its content words there, or a number the evidence lacks),
         disagrees with the claim on a number or a negation, lacks a name the claim
         asserts (e.g. a different person) or the claim's answer; otherwise ``"fully"`` when
         the quote holds at least 75% of the claim's content words, ``"partially"`` at 40%,
@@ -76,6 +77,10 @@ def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> 
     """
     quote = clean_copy(quote)
     if is_none(quote) or coverage(quote, evidence) < 0.9:
+        return "no"
+    # A quote whose numbers the evidence lacks is invented, however many words it shares: a check
+    # continuing the reader's call can copy the answer ("365 days" where the strip says 180).
+    if not numbers(spelled_as_digits(strip_citations(quote))) <= numbers(spelled_as_digits(evidence)):
         return "no"
     # "12 seconds" claims what "twelve seconds" says: from here on numbers are read in digits
     claim, quote = spelled_as_digits(strip_citations(claim)), spelled_as_digits(quote)
