@@ -86,6 +86,8 @@ class CRAG(dspy.Module):
         5. the **claim check** of the answer kept (``program.stages.verdict.claim_check``): crag
            checks an answer below ``accept + verify_band``, self-crag every answer, with one
            stricter retry for unsupported claims (kept only when its claims hold up at least as well);
+           each check continues the reader's call (``program.lm.continuation``), so the prompt
+           cache serves the strips the answer was written from;
         6. the **verdict** (``program.stages.verdict.verdict``, one pure function of the values
            above): an answer that does not hold up, or whose claims all fail, is declined
            (``FALLBACK_ANSWER``, ``result.fallback``, the reason in ``result.reason``); otherwise
