@@ -265,7 +265,7 @@ class ClaimChecker(dspy.Module):
         evidence; ``[]``: every strip of the reading)."""
         if not evidence:
             return "no", -1.0
-        quote = self._quote if cited is None else (lambda c, e: self._quote_cited(c, cited))
+        quote = self._quote if cited is None else (lambda c, e: self._quote_cited(c, e, cited))
         decided = decide_support(claim, "\n".join(s.text for s in evidence), question, self.judges, quote)
         return decided.verdict, -1.0 if decided.score is None else decided.score
 
@@ -273,10 +273,11 @@ class ClaimChecker(dspy.Module):
         """The evidence sentence ``CheckClaimSupport`` quotes for the claim (raises when unparseable)."""
         return self.support(claim=claim, evidence=evidence, config=CRITIQUE_CONFIG).quote
 
-    def _quote_cited(self, claim: str, cited: list[int]) -> str:
-        """``_quote`` inside a continued reading: the evidence is named, not sent again."""
+    def _quote_cited(self, claim: str, evidence: str, cited: list[int]) -> str:
+        """``_quote`` inside a continued reading: the evidence is named, not sent again (a
+        fallback adapter that formats the call afresh still receives it whole)."""
         with continuing_reference(evidence=cited_reference(cited)):
-            return self.support(claim=claim, evidence="", config=CRITIQUE_CONFIG).quote
+            return self.support(claim=claim, evidence=evidence, config=CRITIQUE_CONFIG).quote
 
 
 def cited_reference(cited: list[int]) -> str:
