@@ -15,6 +15,12 @@ answered in parallel. ``fail=True`` answers every call with HTTP 500 instead.
 * ``"out-of-range"``: every true/false output field answered ``maybe``;
 * ``"garbage"``: a completion of noise without any field marker.
 
+A request with ``"stream": true`` is answered as OpenAI streams: server-sent
+``chat.completion.chunk`` events, a piece of the text each (a word and the space after it), the
+usage last when ``stream_options.include_usage`` asks, then ``[DONE]``; ``server.streamed``
+counts them. ``logprobs=True`` gives each piece a log probability (-0.1) when a request asks
+for them, streamed or not.
+
 ``server.requests`` counts every request, ``server.calls`` the ones answered normally.
 ``server.prompts`` keeps each answered request's messages. Like vLLM's and SGLang's prefix
 caches, the usage says how much of a prompt an earlier one already held
@@ -48,7 +54,8 @@ class FakeLMServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, rules: dict | None = None, delay: float = 0.0, port: int = 0, fail: bool = False,
-                 fault: str | None = None, fault_calls: int | None = None, retry_after: float = 1.0, hang: float = 5.0):
+                 fault: str | None = None, fault_calls: int | None = None, retry_after: float = 1.0, hang: float = 5.0,
+                 logprobs: bool = False):
         from tests.conftest import default_rules
         from tests.fake_lm import FakeLM
 
@@ -58,6 +65,8 @@ class FakeLMServer(ThreadingHTTPServer):
         self.fault, self.fault_calls, self.retry_after, self.hang = fault, fault_calls, retry_after, hang
         self.calls = 0
         self.requests = 0
+        self.streamed = 0
+        self.logprobs = logprobs
         self.prompts: list[list[dict]] = []
         self._lock = threading.Lock()
         self.base = f"http://127.0.0.1:{self.server_address[1]}/v1"
@@ -113,13 +122,47 @@ class _Handler(BaseHTTPRequestHandler):
             server.calls += fault is None
             cached = max((_shared_words(turns, seen) for seen in server.prompts), default=0)
             server.prompts.append(turns + [{"role": "assistant", "content": text}])
+        usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
+                 "prompt_tokens_details": {"cached_tokens": min(cached, n_in)}}
+        pieces = re.findall(r"\S+\s*|\s+", text)
+        logprobs = ({"content": [{"token": p, "logprob": -0.1, "bytes": list(p.encode()), "top_logprobs": []}
+                                 for p in pieces]} if server.logprobs and body.get("logprobs") else None)
+        if body.get("stream"):
+            return self._stream(body, pieces, logprobs, usage)
         payload = {"id": f"cmpl-{server.requests}", "object": "chat.completion", "created": 0,
                    "model": body.get("model", "fake"),
-                   "choices": [{"index": 0, "finish_reason": "stop",
+                   "choices": [{"index": 0, "finish_reason": "stop", "logprobs": logprobs,
                                 "message": {"role": "assistant", "content": text}}],
-                   "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
-                             "prompt_tokens_details": {"cached_tokens": min(cached, n_in)}}}
+                   "usage": usage}
         self._send(200, payload, cut=fault == "bad-body")
+
+    def _stream(self, body: dict, pieces: list[str], logprobs: dict | None, usage: dict) -> None:
+        """The answer as server-sent ``chat.completion.chunk`` events, then ``[DONE]``."""
+        with self.server._lock:
+            self.server.streamed += 1
+        head = {"id": f"cmpl-{self.server.requests}", "object": "chat.completion.chunk", "created": 0,
+                "model": body.get("model", "fake")}
+        chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]}]
+        for n, piece in enumerate(pieces):
+            chunks.append({**head, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None,
+                                                "logprobs": {"content": [logprobs["content"][n]]} if logprobs
+                                                else None}]})
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**head, "choices": [], "usage": usage})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _send(self, status: int, payload: dict, headers: dict | None = None, cut: bool = False) -> None:
         data = json.dumps(payload).encode()

@@ -19,13 +19,18 @@ pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left ou
 Q = "Who founded Acme Rockets?"
 # the draft (the first "answer") is written before the action is decided on it; the passages are
 # read whole, so no "strips" event; the claim check and the cited answer follow
-STEPS = ["question", "retrieved", "graded", "answer", "action", "claims", "answer", "result", "done"]
+# the served model streams its draft a word at a time
+DRAFT_WORDS = ["Acme", " Rockets", " was", " founded", " by", " Jane", " Roe", " [1]."]
+STEPS = ["question", "retrieved", "graded", *["words"] * len(DRAFT_WORDS), "answer", "action", "claims", "answer",
+         "result", "done"]
 
 
 def _timeless(value):
-    """The result without its clock readings (seconds per step), which differ run to run."""
+    """The result without its clock readings (seconds per step), which differ run to run, and the
+    tokens the model server's prefix cache held, which depend on what it was asked before (a
+    test run alone got 0 from the service and 182 from the command that asked after it)."""
     if isinstance(value, dict):
-        return {k: _timeless(v) for k, v in value.items() if k not in ("seconds", "t", "time")}
+        return {k: _timeless(v) for k, v in value.items() if k not in ("seconds", "t", "time", "cached_tokens")}
     if isinstance(value, list):
         return [_timeless(v) for v in value]
     return value
@@ -66,6 +71,8 @@ def test_the_stream_sends_each_step_in_order_then_the_result_and_done(service):
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         events = read_events(response)
     assert [name for name, _ in events] == STEPS
+    # the served model's draft, word by word as DSPy streams it, before its answer event
+    assert [(e["stage"], e["text"]) for name, e in events if name == "words"] == [("draft", w) for w in DRAFT_WORDS]
     data = dict(events)
     assert data["question"]["question"] == Q
     assert [p["id"] for p in data["retrieved"]["passages"]] == ["acme.md#0", "danube.md#0"]
@@ -100,8 +107,15 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
     with httpx.stream("POST", f"{service.base}/ask/stream", json={"question": "Where does the Danube flow?", "k": 1},
                       timeout=60) as response:
         events = read_events(response)
+    words = {}
+    for name, e in events:
+        if name == "words":
+            words[e["stage"]] = words.get(e["stage"], "") + e["text"]
+    events = [(name, e) for name, e in events if name != "words"]
     names = [name for name, _ in events]
     assert names[:5] == ["question", "retrieved", "graded", "answer", "action"] and names[-2:] == ["result", "done"]
+    # the words a client saw as they were written: the draft's, then the corrected answer's, later declined
+    assert words == {"draft": "I don't know.", "corrected": "Acme Rockets was founded by Jane Roe [1]."}
     data = dict(events)
     # the fake reader finds no founder in the Danube page: its draft abstains, so the action is incorrect
     assert data["action"]["action"] == "incorrect" and data["action"]["reasons"] == [

@@ -66,3 +66,40 @@ def test_the_recorder_names_the_words_of_the_draft_and_of_a_later_answer(fake_lm
     recorder.words("Jane")
     words = [(e["stage"], e["text"]) for e in events if e["event"] == "words"]
     assert words == [("draft", "Acme"), ("corrected", "Jane")]
+
+
+def test_a_served_models_draft_is_streamed_by_dspy_in_the_services_worker_thread(monkeypatch):
+    """In an AnyIO worker thread (the service's) the reader's call to a served model streams, and
+    the sink gets the answer field's words; the draft, its token probability and the verdict are
+    those of the call made whole. Outside one, with a sink all the same, the call is made whole."""
+    import anyio
+
+    from program.lm.configure import build_lm
+    from program.stages.crag import CRAG
+    from tests.conftest import FOUNDING, ListKnowledgeBase
+    from tests.served_fake_lm import start
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server = start(logprobs=True)
+    try:
+        lm = build_lm("openai/fake", api_base=server.base)
+        lm.cache = False
+
+        def ask(pieces: list[str]):
+            with dspy.context(lm=lm), words_to(pieces.append):
+                return CRAG(ListKnowledgeBase([FOUNDING]), web=None, self_check=False)(
+                    question="Who founded Acme Rockets?")
+
+        streamed_pieces: list[str] = []
+        streamed = anyio.run(lambda: anyio.to_thread.run_sync(ask, streamed_pieces))
+        assert server.streamed == 1
+        whole_pieces: list[str] = []
+        whole = ask(whole_pieces)
+        assert server.streamed == 1 and whole_pieces == []
+    finally:
+        server.stop()
+    assert streamed_pieces == ["Acme", " Rockets", " was", " founded", " by", " Jane", " Roe", " [1]."]
+    assert streamed.draft == whole.draft == "Acme Rockets was founded by Jane Roe [1]."
+    draft_notes = [s.notes for r in (streamed, whole) for s in r.trace.steps if s.step == "draft"]
+    assert "token_probability=0.90" in draft_notes[0] and draft_notes[0] == draft_notes[1]
+    assert streamed.confidence == whole.confidence and streamed.action == whole.action

@@ -54,6 +54,7 @@ class LlamaCppEngine:
     """
 
     logprobs = True  # returns token log probabilities when a request asks (``Config.logprobs``)
+    streams_words = True  # streams the reader's calls itself (``program.lm.words``): DSPy's stream stays off
 
     def __init__(self, model_path: str | Path, n_ctx: int = 4096, slots: int = 6, n_threads: int | None = None):
         # lazy on purpose: the llama.cpp engine loads only with an embedded model
