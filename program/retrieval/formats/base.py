@@ -29,6 +29,11 @@ class Converted:
     pages: int = 0
 
 
+def size_text(n: int) -> str:
+    """``n`` bytes as people read them: ``"300.0 MB"`` (MiB, from 1 MiB up), else ``"19.5 KB"``."""
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
+
+
 def missing_converter(path: Path, module: str) -> DocumentError:
     """The error for ``path`` when the converter ``module`` is not installed."""
     return DocumentError(f"{path}: reading {path.suffix.lower()} files needs {module}: {INSTALL_HINT}")

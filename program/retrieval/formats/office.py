@@ -19,6 +19,7 @@ from program.retrieval.formats.base import Converted, DocumentError, missing_con
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", flags=re.M)
+_MARKITDOWN = {".pptx": "PptxConverter", ".xlsx": "XlsxConverter", ".csv": "CsvConverter"}
 
 
 def office_to_markdown(path: Path) -> Converted:
@@ -68,13 +69,17 @@ def _docx(path: Path) -> tuple[str, str]:
 def _markitdown(path: Path) -> tuple[str, str]:
     try:
         # lazy on purpose: the optional extra; without it, one line naming the file and the install
-        from markitdown import MarkItDown
+        from markitdown import MarkItDown, converters
     except ImportError:
         raise missing_converter(path, "markitdown") from None
+    # the file type's converter alone: with all of them, markitdown tries one after another, and its zip
+    # converter inflates every member of an archive, nested archives too, past the checks of formats.archive
+    reader = MarkItDown(enable_builtins=False, enable_plugins=False)
+    reader.register_converter(getattr(converters, _MARKITDOWN[path.suffix.lower()])())
     try:
         with warnings.catch_warnings():  # openpyxl warns of every workbook extension it drops: not the user's concern
             warnings.simplefilter("ignore")
-            result = MarkItDown(enable_plugins=False).convert_local(str(path))
+            result = reader.convert_local(str(path))
     except Exception as exc:  # noqa: BLE001 - each format's reader fails its own way
         raise _unreadable(path, exc) from None
     return str(result.title or "").strip(), result.text_content or ""
