@@ -118,7 +118,7 @@ def test_each_knowledge_base_answers_from_its_own_documents(client, keyed_servic
                          json={"question": "Who founded Acme Rockets?", "knowledge_base": "../etc"})
     assert unknown.status_code == 422  # the schema names the knowledge bases
     assert unknown.json()["detail"] == "knowledge_base: Input should be 'docs' or 'rivers'"
-    health = httpx.get(f"{keyed_service.base}/healthz").json()
+    health = httpx.get(f"{keyed_service.base}/healthz", headers=auth).json()  # without the key: status only
     assert [(kb["model"], kb["chunks"]) for kb in health["knowledge_bases"]] == [("docs", 2), ("rivers", 1)]
 
 

@@ -9,7 +9,10 @@ The ``Host`` header must name a host the server answers for: the address it is b
 loopback names when it is bound to loopback, and the operator's ``--allowed-hosts``. A page
 elsewhere that renames its own domain to 127.0.0.1 (DNS rebinding) sends its own name as
 ``Host`` and is refused (400). A browser's ``Origin``, when sent, must name such a host too
-(403): a page on another site cannot make a visitor's browser ask.
+(403): a page on another site cannot make a visitor's browser ask. ``--allowed-hosts`` takes
+Django's ``ALLOWED_HOSTS`` forms: ``.example.com`` (or ``*.example.com``) is example.com and its
+subdomains, ``*`` any host; an item that could never match (a scheme, a port, a path) is refused
+at start (``program.app.flags.allowed_hosts``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import hmac
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from program.app.flags import is_loopback
+from program.app.flags import allowed_hosts, is_loopback
 from program.app.service.limits import error_response
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -43,8 +46,9 @@ class Access:
     Attributes:
         key: the bearer key clients must send, or None for none (loopback, or the operator's
             explicit ``--no-api-key``).
-        hosts: the host names and addresses ``Host`` and ``Origin`` may name, lower case; empty
-            means any (a server bound to every address with no ``--allowed-hosts``).
+        hosts: the host names and addresses ``Host`` and ``Origin`` may name, lower case, where
+            ``.example.com`` is example.com and its subdomains and ``*`` any host; empty means any
+            (a server bound to every address with no ``--allowed-hosts``).
     """
 
     key: str | None = None
@@ -54,20 +58,31 @@ class Access:
     def for_server(cls, bound: str, key: str | None, allowed: str | None = None) -> Access:
         """The rules for a server bound to ``bound``: its own address, the loopback names when it
         is loopback, and ``allowed`` (comma-separated names). A server bound to every address
-        (``0.0.0.0``, ``::``) answers any ``Host`` unless ``allowed`` names them."""
-        listed = {h.strip().lower().strip("[]") for h in (allowed or "").split(",") if h.strip()}
+        (``0.0.0.0``, ``::``) answers any ``Host`` unless ``allowed`` names them.
+
+        Raises:
+            program.app.flags.SetupError: an item of ``allowed`` that could never match."""
+        listed = set(allowed_hosts(allowed or None))
         bound = bound.strip("[]").lower()
         if bound in WILDCARDS:
             return cls(key or None, frozenset(listed | set(LOOPBACK_NAMES)) if listed else frozenset())
         names = {bound} | (set(LOOPBACK_NAMES) if is_loopback(bound) else set())
         return cls(key or None, frozenset(names | listed))
 
+    def _serves(self, name: str) -> bool:
+        if not self.hosts or "*" in self.hosts or name in self.hosts:
+            return True
+        # ".example.com": example.com and every name ending in ".example.com"
+        return any(item.startswith(".") and (name == item[1:] or name.endswith(item)) for item in self.hosts)
+
     def host_allowed(self, host: str) -> bool:
-        return not self.hosts or host_of(host) in self.hosts
+        """True when the ``Host`` header ``host`` names a host these rules serve."""
+        return self._serves(host_of(host))
 
     def origin_allowed(self, origin: str) -> bool:
-        # "null" (a sandboxed frame, a file) names no host: refused where hosts are named
-        return not self.hosts or (urlsplit(origin).hostname or "").lower() in self.hosts
+        """True when a browser's ``Origin`` names a host these rules serve."""
+        # "null" (a sandboxed frame, a file) names no host: refused where hosts are named (but for "*")
+        return self._serves((urlsplit(origin).hostname or "").lower())
 
     def key_matches(self, authorization: str) -> bool:
         """True when no key is set, or ``authorization`` is ``Bearer <the key>`` (constant time)."""

@@ -28,11 +28,29 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from program.app.service.public import public
 from program.app.service.runner import Options, QuestionRunner, ServiceError
-from program.guards.question import validate_question
+from program.guards.question import QuestionError, validate_question
 from program.types import CRAGResult
 
 MAX_TURNS = 64  # messages in one request; a chat front-end sends the whole conversation
 KEEP_ALIVE_SECONDS = 10.0
+# What no turn may hold: a lone surrogate (JSON's "\ud800" escape: no Unicode text, it cannot be
+# encoded for the LM, a log or a reply) and a control character but tab and line breaks (as a question).
+_NOT_TEXT = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def check_turn_text(text: str, what: str = "the message") -> str:
+    """``text`` if a turn may hold it: Unicode text without control characters (tab and line
+    breaks are text). ``what`` names it in the message (``the message``, ``part 2``).
+
+    Raises:
+        QuestionError: a lone surrogate or a control character, with its code point and position."""
+    found = _NOT_TEXT.search(text)
+    if found is None:
+        return text
+    char, where = found.group(), found.start() + 1
+    if "\ud800" <= char <= "\udfff":
+        raise QuestionError(f"{what} holds the lone surrogate U+{ord(char):04X} at position {where}: not Unicode text")
+    raise QuestionError(f"{what} holds the control character U+{ord(char):04X} at position {where}")
 
 
 class TextPart(BaseModel):
@@ -51,6 +69,17 @@ class ChatMessage(BaseModel):
     role: Literal["system", "developer", "user", "assistant"]
     content: str | list[TextPart] | None = None
 
+    @field_validator("content")
+    @classmethod
+    def _is_text(cls, content: str | list[TextPart] | None) -> str | list[TextPart] | None:
+        # every turn, before any work: the last is the question, the others go to the LM with it
+        if isinstance(content, list):
+            for number, part in enumerate(content, 1):
+                check_turn_text(part.text, f"part {number}")
+        elif content is not None:
+            check_turn_text(content)
+        return content  # a QuestionError is a ValueError: 422 "messages.N.content: <why>"
+
     @property
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -64,7 +93,10 @@ class StreamOptions(BaseModel):
 
 class ChatRequest(BaseModel):
     """OpenAI's chat completion request. The sampling options (``temperature``, ``max_tokens``, …)
-    are accepted and not used: the program's calls are its own. ``n`` must be 1."""
+    are accepted and not used: the program's calls are its own. ``n`` must be 1. Every message's
+    text is Unicode text without control characters (``check_turn_text``); the last is the
+    user's question and meets the question's rules (``validate_question``). A request that breaks
+    them is a 422 naming the message, before any work and before a stream starts."""
 
     model_config = ConfigDict(extra="ignore", json_schema_extra={"examples": [
         {"model": "popqa", "messages": [{"role": "user", "content": "What is Herlyn Espinal's occupation?"}]}]})

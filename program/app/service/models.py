@@ -100,15 +100,23 @@ class QueueHealth(BaseModel):
     max_queue: int = Field(description="questions waiting at most; beyond it requests get 503")
 
 
+class PublicHealth(BaseModel):
+    """``/healthz`` for a caller without the key, on a server that has one (a load balancer): ready
+    or busy, and nothing naming a folder, file, model, table or threshold."""
+
+    status: Literal["ready", "busy"] = Field(description="ready, or busy: the queue is full and questions get 503")
+
+
 class Health(BaseModel):
-    """What the service loaded and how busy it is."""
+    """What the service loaded and how busy it is (with the key, or on a server without one)."""
 
     status: Literal["ready", "busy"] = Field(description="ready, or busy: the queue is full and questions get 503")
     lm: str = Field(description="the language model, e.g. embedded-1.5b or openai/gpt-4o-mini (never its address)")
     embedded_lm: bool = Field(description="true for the in-process model (requests queue for it)")
     knowledge_base: dict = Field(description="its name (the corpus folder's or file's name, the database table's, "
-                                             "never a path), its model name on /v1/chat/completions and its "
-                                             "number of chunks")
+                                             "never a path), its model name on /v1/chat/completions, its "
+                                             "chunks and documents, when the build serving was made (UTC) and "
+                                             "how many new builds were switched to since start")
     compiled: dict | None = Field(description="the compile loaded (its folder's name, LM, date, DSPy version, dev "
                                               "score); null when the signatures are uncompiled")
     web: str = Field(description="the default web backend ('none' when off)")

@@ -7,6 +7,11 @@ arrive within ``HEAD_TIMEOUT`` seconds of the connection (or of the first byte a
 a connection that sent nothing is closed, one that sent part of a head gets a 408. The body has
 its own deadline (``program.app.service.limits.BodyLimits``). A request h11 cannot parse gets
 the service's error body, ``{"detail": "one line"}``, where uvicorn sends plain text.
+
+The request line and headers may take at most ``MAX_HEAD_BYTES``, however they arrive: h11's own
+cap (``max_incomplete_event_size``) bounds only what it buffers while a head is incomplete, so a
+20 KB head arriving in one read was parsed whole. Each parsed head is measured here too; over the
+cap, in pieces or at once, it is a 400 saying so.
 """
 
 from __future__ import annotations
@@ -14,9 +19,19 @@ from __future__ import annotations
 import asyncio
 import json
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEAD_TIMEOUT = 30.0  # as long as a body may take (serve --read-timeout)
+MAX_HEAD_BYTES = 16 * 1024  # h11's default max_incomplete_event_size, which uvicorn keeps
+HEAD_TOO_LARGE = f"the request line and headers are over the {MAX_HEAD_BYTES}-byte limit"
+
+
+def head_size(request: h11.Request) -> int:
+    """The bytes of ``request``'s head as sent: the request line, each header line, the blank line
+    (without the spaces h11 strips around a value)."""
+    line = len(request.method) + len(request.target) + len(b"HTTP/") + len(request.http_version) + 4
+    return line + sum(len(name) + len(value) + 4 for name, value in request.headers.raw_items()) + 2
 
 
 def _raw_response(status: str, detail: str) -> bytes:
@@ -34,7 +49,23 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._refusal: str | None = None
+        self.conn.next_event = self._next_event_within_limit  # every head uvicorn reads, pipelined too
         self._arm()
+
+    def _next_event_within_limit(self):
+        """h11's next event, a ``RemoteProtocolError`` for a head over ``MAX_HEAD_BYTES`` (uvicorn
+        answers it with ``send_400_response``, which says why)."""
+        try:
+            event = h11.Connection.next_event(self.conn)
+        except h11.RemoteProtocolError as exc:
+            if exc.error_status_hint == 431:  # h11's buffer cap: an incomplete head over the limit
+                self._refusal = HEAD_TOO_LARGE
+            raise
+        if isinstance(event, h11.Request) and head_size(event) > MAX_HEAD_BYTES:
+            self._refusal = HEAD_TOO_LARGE
+            raise h11.RemoteProtocolError(HEAD_TOO_LARGE, error_status_hint=431)
+        return event
 
     def data_received(self, data: bytes) -> None:
         if self._waiting_for_head():
@@ -51,7 +82,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         self._disarm()
-        self.transport.write(_raw_response("400 Bad Request", f"not an HTTP request this server reads: {msg}"))
+        detail = self._refusal or f"not an HTTP request this server reads: {msg}"
+        self.transport.write(_raw_response("400 Bad Request", detail))
         self.transport.close()
 
     def _waiting_for_head(self) -> bool:
