@@ -432,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     csv_path, steps_path = out_dir / "results.csv", out_dir / "steps.csv"
 
     from program.app.factory import build_program
+    from program.app.flags import SetupError
     from program.app.resources import kb_location
     from program.app.resources import knowledge_base as open_kb
     from program.lm.configure import configure_lm
@@ -447,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             report_left_out(kb_location(args.kb), knowledge_base)
         elif args.set_name in DOMAINS:  # a labeled domain is asked of its own knowledge base
             knowledge_base = open_kb(DOMAINS[args.set_name].kb_dir)
-    except (CorpusError, KnowledgeBaseError, ValueError) as exc:
+    except (CorpusError, KnowledgeBaseError, SetupError, ValueError) as exc:  # SetupError: an empty --kb or CRAG_KB
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.retrieval:

@@ -16,9 +16,12 @@ def test_index_builds_then_reuses(tmp_path, capsys):
     (docs / "payouts.txt").write_text("Payouts arrive two business days after the payment settles.\n")
     out = tmp_path / "index"
     assert main(["index", str(docs), "--out", str(out), "--no-adapt"]) == 0
-    assert capsys.readouterr().out.strip().splitlines()[0] == f"indexed 2 chunks from {docs} into {out}"
+    first = capsys.readouterr().out.strip().splitlines()[0]
+    assert first.startswith(f"indexed 2 chunks from {docs} into {out}: new index: 2 file(s) read, 2 embedded (")
     assert (out / "manifest.json").exists() and (out / "index.faiss").exists()
     assert main(["index", str(docs), "--out", str(out), "--no-adapt"]) == 0
+    again = capsys.readouterr().out.strip().splitlines()[0]
+    assert again.startswith(f"indexed 2 chunks from {docs} into {out}: nothing changed; 2 chunks kept, 0 embedded (")
 
 
 def test_index_reports_a_broken_corpus(tmp_path, capsys):
@@ -67,6 +70,7 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     trace = tmp_path / "trace" / "steps.jsonl"
+    trace.parent.mkdir()  # a missing folder is refused, never made
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none",
                  "--trace-jsonl", str(trace)]) == 0
     events = [json.loads(line) for line in trace.read_text().splitlines()]

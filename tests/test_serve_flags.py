@@ -11,6 +11,9 @@ import pytest
 
 from tests.service_process import ROOT, program_env
 
+HOST_FORMS = ("each a host name or address without scheme, port or path: example.com, 10.0.0.5, "
+              ".example.com (it and its subdomains), * (any host)")
+
 pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
 
 SERVE = [
@@ -33,6 +36,15 @@ SERVE = [
     (["--host", "0.0.0.0"], "error: --host 0.0.0.0: other machines could ask without a key; set CRAG_SERVE_API_KEY"),
     (["--api-key", "short"], "error: --api-key: a key needs at least 16 characters and no spaces"),
     (["--api-key", "a-long-enough-key-1234", "--no-api-key"], "error: --no-api-key: a key is set too; choose one"),
+    # --allowed-hosts values that could never match a Host header (they were taken, then every such host got 400)
+    (["--allowed-hosts", "y.com:8080"], "error: --allowed-hosts: 'y.com:8080' has a port; give comma-separated "
+                                        "hosts, " + HOST_FORMS),
+    (["--allowed-hosts", "http://x.com"], "error: --allowed-hosts: 'http://x.com' has a scheme"),
+    (["--allowed-hosts", "x.com/api"], "error: --allowed-hosts: 'x.com/api' has a path"),
+    (["--allowed-hosts", "[::1]:8000"], "error: --allowed-hosts: '[::1]:8000' has a port"),
+    (["--allowed-hosts", "a.com,,b.com"], "error: --allowed-hosts: an empty item"),
+    (["--allowed-hosts", ""], "error: --allowed-hosts: an empty item"),
+    (["--allowed-hosts", "ex*ample.com"], "error: --allowed-hosts: 'ex*ample.com' is not a host name"),
 ]
 INDEX = [
     (["--time-cap", "0"], "error: --time-cap must be more than 0 and at most 86400, got 0"),
@@ -64,6 +76,17 @@ def test_serve_refuses_a_bad_flag_in_one_line_before_loading(flags, message, tmp
                tmp_path)
     _assert_refused(run, message.replace("{tmp}", str(tmp_path)))
     assert not (tmp_path / "cache").exists()  # no index built, nothing loaded
+
+
+def test_serve_refuses_allowed_hosts_from_the_environment_that_could_never_match(tmp_path):
+    env = program_env(tmp_path / "cache", CRAG_ALLOWED_HOSTS="api.example.com, https://x.com")
+    run = subprocess.run([sys.executable, "-m", "program", "serve", "--model", "openai/fake", "--api-base",
+                          "http://127.0.0.1:9/v1", "--web", "none"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    _assert_refused(run, "error: CRAG_ALLOWED_HOSTS: 'https://x.com' has a scheme; give comma-separated hosts, "
+                         + HOST_FORMS)
+    assert run.stderr.strip() == run.stderr.strip().splitlines()[0]
+    assert not (tmp_path / "cache").exists()
 
 
 def test_serve_refuses_a_port_in_use_before_loading(tmp_path):

@@ -73,8 +73,9 @@ def check_setup(args):
 
 def report_left_out(source, kb=None) -> int:
     """Print one ``note:`` line on stderr per file the corpus folder ``source`` leaves out (and why):
-    unsupported types, and the PDF or Office files ``kb`` (its index) could not read; then their
-    count. A database URL or None (the PopQA knowledge base) prints nothing. Returns the count."""
+    unsupported types, links to files or folders outside it, and the PDF or Office files ``kb`` (its
+    index) could not read; then their count. With ``CRAG_OUTSIDE_LINKS=follow``, one line per such
+    link read instead. A database URL or None (the PopQA knowledge base) prints nothing. Returns the count."""
     if not source or is_database_url(str(source)):
         return 0
     unreadable = list((getattr(kb, "manifest", None) or {}).get("unreadable", []))
@@ -104,17 +105,26 @@ def build_program_from_flags(args, config, *, decide_retrieval: bool | None = No
     except OSError as exc:  # e.g. no space left for the index: the previous one stays
         raise SetupError(f"cannot write the index of {args.kb or 'the PopQA knowledge base'}: "
                          f"{exc.strerror or exc}") from None
+    return program_for(args, config, kb, decide_retrieval=decide_retrieval)
+
+
+def program_for(args, config, kb, *, decide_retrieval: bool | None = None, quiet: bool = False):
+    """The (compiled) CRAG program the flags ask for, over the knowledge base ``kb`` already
+    opened (``serve`` reloads a re-indexed one this way). ``quiet``: no note on stderr.
+
+    Raises:
+        SetupError: a broken compiled folder or judges file (one line)."""
     try:
-        return _load_program(args, config, kb, decide_retrieval)
+        return _load_program(args, config, kb, decide_retrieval, quiet)
     except (CompiledError, JudgesFileError) as exc:
         raise SetupError(str(exc)) from None
 
 
-def _load_program(args, config, kb, decide_retrieval):
+def _load_program(args, config, kb, decide_retrieval, quiet=False):
     if decide_retrieval is None:
         decide_retrieval = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
     compiled = Path(args.compiled) if args.compiled and args.compiled != "none" else COMPILED_DIR
-    if args.compiled != "none" and not has_compiled(compiled):
+    if args.compiled != "none" and not has_compiled(compiled) and not quiet:
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
     return build_program("self-crag", compiled_dir=None if args.compiled == "none" else compiled, knowledge_base=kb,
                          web=build_backend(config), decide_retrieval=decide_retrieval, caps=QuestionCaps.from_env(),

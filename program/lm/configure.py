@@ -4,7 +4,9 @@ The embedded default runs the Qwen2.5-Coder GGUF in-process with xllamacpp (llam
 server engine, with prompt-prefix caching), wrapped as a DSPy custom engine
 (``dspy.LM(..., engine=...)``, DSPy 3.4's engine contract: ``complete(Request) -> Response``).
 Any other DSPy model string (``openai/...``, ``ollama_chat/...``, ``hosted_vllm/...``) goes
-through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``. Either
+through DSPy's own clients; its base URL comes from ``--api-base`` or ``CRAG_API_BASE``, its key from
+``CRAG_API_KEY`` or the provider's variable (an ``openai/`` model at a base URL with neither sends a
+placeholder: a local vLLM, llama.cpp or LM Studio server takes none). Either
 is a ``program.lm.retry.RetryingLM``: a served model's calls have a timeout (``CRAG_LM_TIMEOUT``,
 60 s) and at most ``CRAG_LM_RETRIES`` (2) bounded retries, then an ``LMServiceError`` naming the
 endpoint; every call first checks the question's time cap (``program.guards.caps``).
@@ -21,7 +23,7 @@ import os
 import threading
 from pathlib import Path
 
-from program.lm.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file
+from program.lm.model_files import EMBEDDED_MODELS, cache_root, ensure_model_file, model_problem
 from program.lm.words import FieldText, current_sink
 
 # Both must be set before dspy is imported: no cost-map download, and a cache DSPy finds again.
@@ -181,24 +183,45 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
 
     Returns:
         A ``dspy.LM`` at temperature 0 (``TEMPERATURE``; a call may ask for another); its
-        ``history`` holds each call's usage.
+        ``history`` holds each call's usage. A served ``openai/NAME`` at ``api_base`` with no key
+        set gets a placeholder key (``api_key``): a self-hosted server needs none.
 
     Raises:
         program.lm.model_files.ModelFilesError: the embedded model's chunk wheels are missing.
-        ValueError: a cap variable (``CRAG_LM_RETRIES``, ``CRAG_LM_TIMEOUT``) that is not a number.
+        ValueError: a model that is none (``model_files.model_problem``: an unknown
+            ``embedded-...``, a name without its provider), or a cap variable (``CRAG_LM_RETRIES``,
+            ``CRAG_LM_TIMEOUT``) that is not a number.
     """
     model = model or os.environ.get("CRAG_LM") or DEFAULT_MODEL
+    if problem := model_problem(model):
+        raise ValueError(f"model {model!r}: {problem}")
     if model in EMBEDDED_MODELS:
         if model not in _ENGINES:
             _ENGINES[model] = LlamaCppEngine(ensure_model_file(model))
         return RetryingLM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, retries=0, timeout=None,
                           temperature=TEMPERATURE)
     caps = QuestionCaps.from_env()
-    kwargs = {}
+    api_base = api_base or os.environ.get("CRAG_API_BASE")
+    key = api_key(model, api_base)
+    return RetryingLM(model, api_base=api_base, retries=caps.lm_retries, timeout=caps.lm_timeout,
+                      max_tokens=max_tokens, temperature=TEMPERATURE, **({"api_key": key} if key else {}))
+
+
+# the key sent to a self-hosted OpenAI-compatible server when none is set: vLLM's, llama.cpp's and
+# LM Studio's servers take none and ignore it (DSPy's own hosted_vllm/ and ollama_chat/ do the same)
+PLACEHOLDER_KEY = "EMPTY"
+
+
+def api_key(model: str, api_base: str | None) -> str | None:
+    """The key to send a served ``model``: ``CRAG_API_KEY`` when set; else, for ``openai/NAME`` at
+    an ``api_base`` (a local server: vLLM, llama.cpp, LM Studio) without ``OPENAI_API_KEY``,
+    ``PLACEHOLDER_KEY``, since DSPy refuses to call an ``openai/`` model with no key at all; else
+    None (the provider's own variable, which DSPy reads). Raises nothing."""
     if os.environ.get("CRAG_API_KEY"):
-        kwargs["api_key"] = os.environ["CRAG_API_KEY"]
-    return RetryingLM(model, api_base=api_base or os.environ.get("CRAG_API_BASE"), retries=caps.lm_retries,
-                      timeout=caps.lm_timeout, max_tokens=max_tokens, temperature=TEMPERATURE, **kwargs)
+        return os.environ["CRAG_API_KEY"]
+    if api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return PLACEHOLDER_KEY
+    return None
 
 
 def missing_key(model: str | None = None, api_base: str | None = None) -> str | None:

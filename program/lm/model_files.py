@@ -58,6 +58,32 @@ EMBEDDED_MODELS = {
 }
 
 
+# a served model: DSPy's (litellm's) ``provider/name``; the name may hold more slashes (``hosted_vllm/Qwen/Qwen2.5-7B``)
+SERVED_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[^/\s][^\s]*")
+MODEL_FORMS = (f"{', '.join(EMBEDDED_MODELS)}, or a DSPy model string provider/name (openai/NAME, hosted_vllm/NAME, "
+               "ollama_chat/NAME...)")
+
+
+def model_problem(model: str) -> str | None:
+    """Why ``model`` names no model the program can run, in a few words for a one-line error, else None.
+
+    A model is an embedded one (``EMBEDDED_MODELS``) or a served one as DSPy and litellm spell
+    it, ``provider/name``. An ``embedded-...`` name that is not one of ours, an empty string and
+    a name without its provider (``gpt4``) are problems: each would otherwise start and then fail
+    every question. Raises nothing."""
+    if not model.strip():
+        return f"empty; a model is {MODEL_FORMS}"
+    if model in EMBEDDED_MODELS:
+        return None
+    if model.startswith("embedded") and "/" not in model:
+        return f"no such embedded model; the embedded models are {', '.join(EMBEDDED_MODELS)}"
+    if SERVED_MODEL.fullmatch(model):
+        return None
+    if "/" not in model:
+        return f"names no provider; a model is {MODEL_FORMS}"
+    return f"not provider/name; a model is {MODEL_FORMS}"
+
+
 class ModelFilesError(RuntimeError):
     """A chunk wheel is missing, or the reassembled file fails its size or sha256 check."""
 

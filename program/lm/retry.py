@@ -10,7 +10,7 @@ question then ends in "I don't have reliable information" as if the knowledge ba
   breaks the protocol (a body cut off) is retried at most
   ``retries`` times, after ``backoff * 2**n`` seconds or the server's ``Retry-After``, whichever
   the server asks, but never more than ``max_wait`` seconds nor past the question's deadline;
-* when the retries are spent (or the failure cannot be retried: a bad key, an unknown model),
+* when the retries are spent (or the failure cannot be retried: a bad or missing key, an unknown model),
   :class:`LMServiceError` names the endpoint, the attempts and the last error, and is recorded on
   the running question's guard (``program.guards.caps``), whose next step raises it. The judges that
   caught it as "unparseable" never get to turn an outage into an answer.
@@ -26,13 +26,14 @@ import time
 from contextvars import ContextVar
 
 import dspy
-from dspy.utils.exceptions import (LMAuthError, LMBillingError, LMError, LMProviderError, LMUnsupportedModelError,
-                                   is_retryable_lm_error)
+from dspy.utils.exceptions import (LMAuthError, LMBillingError, LMConfigurationError, LMError, LMProviderError,
+                                   LMUnsupportedModelError, is_retryable_lm_error)
 
 from program.guards.caps import CapReached, current_guard
 
-# failures that no retry and no other prompt will fix: the question cannot be answered
-_FATAL = (LMAuthError, LMBillingError, LMUnsupportedModelError)
+# failures that no retry and no other prompt will fix: the question cannot be answered (a bad or
+# missing key, no such model, a client DSPy cannot set up)
+_FATAL = (LMAuthError, LMBillingError, LMUnsupportedModelError, LMConfigurationError)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -54,7 +55,9 @@ def will_retry(exc: BaseException | None) -> bool:
     return exc is not None and _RETRY_PENDING.get() and _retryable(exc)
 
 
-def _first_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
+    """``"LMAuthError: first line of its message"`` (at most 200 characters of it): an LM failure
+    in one line. Raises nothing."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
@@ -103,18 +106,18 @@ class RetryingLM(dspy.LM):
                 last = attempt == attempts - 1
                 if isinstance(exc, _FATAL) or (not last and not _retryable(exc)):
                     if isinstance(exc, _FATAL):
-                        raise self._fail(guard, f"{_first_line(exc)}")
+                        raise self._fail(guard, f"{error_line(exc)}")
                     raise  # an invalid request (a prompt too long...): the predictor's problem
                 if last:
                     if not _retryable(exc):
                         raise
-                    raise self._fail(guard, f"{_first_line(exc)} after {attempts} attempt(s)")
+                    raise self._fail(guard, f"{error_line(exc)} after {attempts} attempt(s)")
                 wait = self._wait(exc, attempt)
                 if guard is not None and wait >= guard.remaining():
                     raise guard.reach("seconds", guard.caps.seconds, "while waiting to retry an LM call") from None
                 self.retries_made += 1
                 if guard is not None:
-                    guard.report("lm_retries", self.retries, f"retry {attempt + 1} after {_first_line(exc)}; "
+                    guard.report("lm_retries", self.retries, f"retry {attempt + 1} after {error_line(exc)}; "
                                                              f"waited {wait:.2f} s")
                 time.sleep(wait)
             finally:
@@ -138,4 +141,4 @@ class RetryingLM(dspy.LM):
         return new
 
 
-__all__ = ["CapReached", "LMServiceError", "RetryingLM", "will_retry"]
+__all__ = ["CapReached", "LMServiceError", "RetryingLM", "error_line", "will_retry"]
