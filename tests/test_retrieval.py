@@ -204,10 +204,13 @@ def test_changes_trigger_rebuild(tmp_path, embedder):
     (corpus / "sub" / "tea.txt").write_text("Black tea is oxidised more than green tea.\n\nOolong sits between.")
     spy = SpyEmbedder(embedder)
     kb = KnowledgeBase.build(corpus, idx, embedder=spy)
-    assert spy.calls[0] == 8 and "Oolong" in kb.chunks[5].text
+    # only the changed file's one chunk is embedded; the other 7 keep their vectors
+    assert spy.calls[0] == 1 and "Oolong" in kb.chunks[5].text
+    assert kb.changes.line() == "1 changed; 7 chunks kept"
     spy = SpyEmbedder(embedder)
-    KnowledgeBase.build(corpus, idx, embedder=spy, target_tokens=150)
+    kb = KnowledgeBase.build(corpus, idx, embedder=spy, target_tokens=150)
     assert spy.calls[0] == 8
+    assert kb.changes.line().startswith("rebuilt: the chunking changed (target_tokens 200 -> 150")
     assert json.loads((idx / "manifest.json").read_text())["chunking"]["target_tokens"] == 150
 
 

@@ -66,8 +66,9 @@ def test_changing_index_type_reindexes_without_embedding(tmp_path, embedder):
 
     (corpus / "kb.jsonl").write_text('{"id": "new", "text": "Something new."}\n')
     spy = SpyEmbedder(embedder)
-    kb = KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")  # files changed: full rebuild
-    assert spy.calls == [len(kb), len(kb.vocabulary)]  # the chunks, then the vocabulary's terms
+    kb = KnowledgeBase.build(corpus, idx, embedder=spy, index="hnsw")  # a file changed: only it is read
+    assert kb.changes.line() == "1 changed; 5 chunks kept"
+    assert spy.calls[0] == 1 and spy.calls[1] < len(kb.vocabulary)  # its chunk, then only the new terms
     assert manifest(idx)["index"]["type"] == "hnsw"
 
 

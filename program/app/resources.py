@@ -1,7 +1,7 @@
 """The embedded offline defaults: the PopQA knowledge base and the web snapshot.
 
-Indexes are built on first use into the cache folder (``$CRAG_CACHE_DIR`` or ``.cache``)
-and reused while the source files are unchanged.
+Indexes are built on first use into the state folder (``program.paths.state_root``: ``--state``,
+``$CRAG_STATE_DIR``, else the cache) and reused while the source files are unchanged.
 """
 
 from __future__ import annotations
@@ -10,33 +10,44 @@ import hashlib
 import os
 from pathlib import Path
 
-from program.paths import DEFAULT_KB_SOURCE, DEFAULT_WEB_SNAPSHOT, POPQA_DIR, PROJECT_ROOT, cache_root  # noqa: F401
+from program.app.flags import kb_setting
+from program.paths import (DEFAULT_KB_SOURCE, DEFAULT_WEB_SNAPSHOT, POPQA_DIR, PROJECT_ROOT, cache_root,  # noqa: F401
+                           state_root)
 from program.retrieval import KnowledgeBase, get_embedder
+from program.retrieval.embedder_choice import knowledge_base_embedder
 from program.retrieval.postgres.url import is_database_url
 from program.web.config import WebConfig
 from program.web.registry import build_backend
 
 
 def index_dir_for(source: Path) -> Path:
-    """The cache folder for the index of ``source``: ``<cache>/indexes/<name>-<hash of path>``."""
+    """The folder for the index of ``source``: ``<state>/indexes/<name>-<hash of path>``
+    (``program.paths.state_root``: ``--state``, ``$CRAG_STATE_DIR``, else the cache)."""
     try:
         resolved = Path(source).resolve()
     except (OSError, RuntimeError):  # a symlink loop: the corpus loader names it
         resolved = Path(os.path.abspath(source))
     digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
-    return cache_root() / "indexes" / f"{Path(source).stem}-{digest}"
+    return state_root() / "indexes" / f"{Path(source).stem}-{digest}"
 
 
 def kb_location(flag: str | None) -> str | None:
     """Where the command line's knowledge base is: the ``--kb`` flag, else ``$CRAG_KB``, else None
-    (the default PopQA knowledge base)."""
-    return flag or os.environ.get("CRAG_KB") or None
+    (the default PopQA knowledge base).
+
+    Raises:
+        program.app.flags.SetupError: ``--kb ""`` or ``CRAG_KB`` set but empty (``flags.kb_setting``)."""
+    return kb_setting(flag)
 
 
-def knowledge_base(source: str | Path | None = None, index_dir: str | Path | None = None):
+def knowledge_base(source: str | Path | None = None, index_dir: str | Path | None = None, *,
+                   other_embedder: str = "refuse"):
     """The knowledge base at ``source``: a ``postgresql://...?table=NAME`` URL opens that pgvector
     knowledge base (already indexed); a corpus file or folder builds or reuses its faiss index
-    (default: the PopQA knowledge base).
+    (default: the PopQA knowledge base), with ``--embedder`` / ``CRAG_EMBEDDER``'s embedder
+    (``program.retrieval.embedder_choice.knowledge_base_embedder``), else the in-process MiniLM.
+    A saved index built by another embedder is refused (``other_embedder="refuse"``, what a
+    question needs) or rebuilt (``"rebuild"``, what ``index`` does).
 
     Returns a ``program.retrieval.KnowledgeBase`` or ``program.retrieval.postgres.PgVectorKnowledgeBase``.
 
@@ -44,12 +55,15 @@ def knowledge_base(source: str | Path | None = None, index_dir: str | Path | Non
         program.retrieval.CorpusError: an unreadable or empty corpus.
         program.retrieval.KnowledgeBaseError: a database knowledge base that is missing, was built
             with another embedding model, or cannot be reached (one-line messages).
-        ValueError: a malformed database URL.
+        program.retrieval.EmbeddingError: a served embedder failed (one line naming its endpoint).
+        ValueError: a malformed database URL or ``CRAG_EMBEDDER``.
     """
+    embedder = knowledge_base_embedder()  # --embedder / CRAG_EMBEDDER, else the in-process MiniLM
     if is_database_url(source):
-        return KnowledgeBase.connect(source)
+        return KnowledgeBase.connect(source, embedder)
     source = Path(source) if source else DEFAULT_KB_SOURCE
-    return KnowledgeBase.build(source, Path(index_dir) if index_dir else index_dir_for(source))
+    return KnowledgeBase.build(source, Path(index_dir) if index_dir else index_dir_for(source), embedder,
+                               other_embedder=other_embedder)
 
 
 def web_backend(name: str | None = "snapshot", snapshot: str | Path | None = None, config=None):
@@ -126,5 +140,6 @@ def web_name(backend) -> str:
 
 
 def embedder():
-    """The shared all-MiniLM-L6-v2 embedder (loaded once)."""
+    """The shared all-MiniLM-L6-v2 embedder (loaded once): the judges' and the refiner's, whatever
+    embedder the knowledge base uses (``program.retrieval.embedder_choice.knowledge_base_embedder``)."""
     return get_embedder()

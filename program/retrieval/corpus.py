@@ -17,8 +17,9 @@ Supported inputs (a single file, or a folder searched recursively in sorted path
   (``program.retrieval.formats``: pdfplumber, markitdown; the optional extra ``documents``); a
   PDF's pages are marked so that each chunk knows its page. Such a file that cannot be read
   (no converter installed, encrypted, corrupt, empty, a scan without text, over
-  ``CRAG_MAX_FILE_BYTES``) is left out with one line naming it and why (``report["unreadable"]``);
-  the rest is read.
+  ``CRAG_MAX_FILE_BYTES``, an Office file over its zip limits, a conversion over
+  ``CRAG_CONVERT_TIMEOUT``: they run in a child process, ``formats.worker``) is left out with one
+  line naming it and why (``report["unreadable"]``); the rest is read.
 
 Every file must be UTF-8 text (a leading BOM is dropped): a file holding a NUL byte is refused
 as binary, one with bytes that are not UTF-8 is refused with the offset of the first (convert it,
@@ -32,15 +33,15 @@ non-UTF-8 file, a document over the size cap, a malformed JSONL line (1-based li
 duplicate document id, a single file with an unsupported extension, or a corpus with no
 non-empty document (the message lists what was skipped and what could not be read). Unsupported files, unresolvable
 symlinks, FIFOs, sockets and devices inside a folder are skipped (never opened), listed in the
-optional ``report`` dict and by ``left_out``; a corpus path that is a FIFO is refused.
+optional ``report`` dict and by ``left_out``; a corpus path that is a FIFO is refused. Which
+files a folder holds, and what it leaves out (links to files or folders outside it among them):
+``program.retrieval.listing``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,14 +50,13 @@ from program.retrieval.errors import CorpusError
 from program.retrieval.formats import CONVERTED_EXTS, DocumentError, convert
 from program.retrieval.formats.html import html_to_text  # noqa: F401 - public here since the move
 from program.retrieval.formats.markdown import markdown_title, split_front_matter
+from program.retrieval.formats.worker import ConvertWorker
+# public here since the move: which files a folder holds, and which it leaves out
+from program.retrieval.listing import (HTML_EXTS, JSONL_EXTS, MARKDOWN_EXTS, SUPPORTED_EXTS,  # noqa: F401
+                                       TEXT_EXTS, follows_outside_links, left_out, link_target,
+                                       list_source_files, outside_links, skip_reason)
 
 log = logging.getLogger(__name__)
-
-JSONL_EXTS = {".jsonl"}
-MARKDOWN_EXTS = {".md", ".markdown"}
-TEXT_EXTS = {".txt"}
-HTML_EXTS = {".html", ".htm"}
-SUPPORTED_EXTS = JSONL_EXTS | MARKDOWN_EXTS | TEXT_EXTS | HTML_EXTS | CONVERTED_EXTS
 
 
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
@@ -100,107 +100,6 @@ class Document:
         return f"{self.source_path}:{self.line}" if self.line else self.source_path
 
 
-def list_source_files(path: str | Path) -> tuple[list[Path], list[Path]]:
-    """Return ``(supported_files, skipped_files)`` under ``path``, each sorted.
-
-    A single file with an unsupported extension raises :class:`CorpusError`;
-    a missing path raises :class:`CorpusError`.
-    """
-    p = Path(path)
-    if not p.exists():
-        if p.is_symlink():
-            raise CorpusError(f"corpus path {p} is a {_symlink_problem(p)}")
-        raise CorpusError(f"{p}: no such file or folder")
-    if not p.is_file() and not p.is_dir():  # a FIFO would block the read for ever
-        raise CorpusError(f"corpus path {p} is {_special_kind(p)}")
-    if p.is_file():
-        if p.suffix.lower() not in SUPPORTED_EXTS:
-            raise CorpusError(f"unsupported corpus file type {p.suffix!r}: {p} "
-                              f"(supported: {', '.join(sorted(SUPPORTED_EXTS))})")
-        return [p], []
-    files, skipped = [], []
-    follow = follows_outside_links()
-    # everything but folders: FIFOs, sockets, devices and unresolvable symlinks are skipped, never opened
-    for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
-        if any(part.startswith(".") for part in f.relative_to(p).parts):
-            continue  # hidden files and folders (.git, editor swap files)
-        readable = f.suffix.lower() in SUPPORTED_EXTS and f.is_file() and (follow or link_target(p, f) is None)
-        (files if readable else skipped).append(f)
-    return files, skipped
-
-
-def follows_outside_links() -> bool:
-    """True when ``CRAG_OUTSIDE_LINKS=follow``: a file in a knowledge-base folder that links outside
-    it is read. By default it is left out (a ``passwd.txt -> /etc/passwd`` would be served to clients)."""
-    value = os.environ.get("CRAG_OUTSIDE_LINKS", "").strip().lower()
-    if value not in ("", "follow", "refuse"):
-        raise CorpusError(f"CRAG_OUTSIDE_LINKS must be follow or refuse, got {value!r}")
-    return value == "follow"
-
-
-def link_target(root: Path, f: Path) -> Path | None:
-    """Where ``f`` (under the folder ``root``) really is when a symlink takes it outside ``root``, else None."""
-    try:
-        target = f.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None  # a broken link or a loop: skipped for that (``_skip_reason``)
-    return None if target.is_relative_to(root.resolve()) else target
-
-
-def outside_links(path: str | Path) -> list[str]:
-    """``"name -> target"`` for each file under the folder ``path`` that links outside it."""
-    root = Path(path)
-    if not root.is_dir():
-        return []
-    return [f"{f.relative_to(root).as_posix()} -> {target}" for f in sorted(root.rglob("*"))
-            if not any(part.startswith(".") for part in f.relative_to(root).parts) and f.is_file()
-            and (target := link_target(root, f)) is not None]
-
-
-def _special_kind(p: Path) -> str:
-    """What a path that is neither a regular file nor a folder is, e.g. ``"not a regular file (FIFO)"``."""
-    try:
-        mode = p.stat().st_mode
-    except OSError:
-        return "not a regular file"
-    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-             (stat.S_ISBLK, "block device"))
-    kind = next((name for test, name in kinds if test(mode)), "")
-    return f"not a regular file ({kind})" if kind else "not a regular file"
-
-
-def _symlink_problem(p: Path) -> str:
-    """``"symlink loop"`` or ``"broken symlink (to X)"`` for a symlink that does not resolve."""
-    try:
-        p.resolve(strict=True)
-    except RuntimeError:  # Python 3.11 reports a loop this way
-        return "symlink loop"
-    except OSError as exc:
-        if getattr(exc, "errno", None) == 40:  # ELOOP
-            return "symlink loop"
-    return f"broken symlink (to {os.readlink(p)})"
-
-
-def _skip_reason(f: Path) -> str:
-    if f.is_symlink() and not f.exists():
-        return _symlink_problem(f)
-    if f.is_file() and f.suffix.lower() in SUPPORTED_EXTS:  # left out for where it leads
-        return f"links outside the knowledge base (to {f.resolve()}); CRAG_OUTSIDE_LINKS=follow reads it"
-    if not f.is_file():
-        return _special_kind(f)
-    return f"unsupported type {f.suffix or '(none)'}"
-
-
-def left_out(path: str | Path) -> list[str]:
-    """The files under the folder ``path`` the loader skips, one ``"name: why"`` each (``[]`` for a
-    single file or a missing path): unsupported types, broken or looping symlinks, FIFOs, sockets,
-    devices. Hidden files and folders are not listed."""
-    root = Path(path)
-    if not root.is_dir():
-        return []
-    return [f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in list_source_files(root)[1]]
-
-
 def load_documents(path: str | Path, report: dict | None = None, progress=None,
                    page_progress=None) -> list[Document]:
     """Load every document under ``path`` (a file or a folder).
@@ -209,7 +108,8 @@ def load_documents(path: str | Path, report: dict | None = None, progress=None,
         path: a supported file, or a folder searched recursively.
         report: optional dict, filled with ``files`` (count read), ``skipped_files`` (list of
             unsupported paths), ``empty_documents`` (count of documents with no text, dropped),
-            ``unreadable`` (one line per PDF or Office file left out, naming it and why).
+            ``unreadable`` (one line per PDF or Office file left out, naming it and why) and
+            ``unreadable_files`` (file -> that line).
         progress: optional callback ``(files_done, files_total)``, called after each file.
         page_progress: optional callback ``(file name, pages_done, pages_total)`` within a PDF.
 
@@ -223,40 +123,80 @@ def load_documents(path: str | Path, report: dict | None = None, progress=None,
     files, skipped = list_source_files(root)
     if skipped:
         log.info("corpus %s: skipped %d unsupported file(s)", root, len(skipped))
-    docs: list[Document] = []
-    empty = 0
-    unreadable: list[str] = []
-    for n, f in enumerate(files, start=1):
-        rel = f.name if root.is_file() else f.relative_to(root).as_posix()
-        try:
-            loaded = _load_file(f, rel, page_progress)
-        except DocumentError as exc:  # one bad PDF or Word file: named, and the rest is read
-            if root.is_file():
-                raise
-            unreadable.append(str(exc))
-            loaded = []
-        for doc in loaded:
-            if doc.text.strip():
-                docs.append(doc)
-            else:
-                empty += 1
-        if progress is not None:
-            progress(n, len(files))
-    if report is not None:
-        report.update(files=len(files), skipped_files=[str(s) for s in skipped], empty_documents=empty,
-                      unreadable=unreadable)
+    report = {} if report is None else report
+    names = [_name(root, f) for f in files]
+    docs = [d for per_file in read_documents(root, names, report, progress, page_progress).values() for d in per_file]
+    unreadable, empty = report["unreadable"], report["empty_documents"]
+    report.update(files=len(files), skipped_files=[str(s) for s in skipped])
     if not docs:
-        shown = [f"{s.relative_to(root).as_posix()}: {_skip_reason(s)}" for s in skipped] + unreadable
-        more = f"; {len(shown) - 3} more" if len(shown) > 3 else ""
-        raise CorpusError(f"empty corpus: no document with text under {root} "
-                          f"({len(files)} supported file(s), {len(skipped)} skipped, {len(unreadable)} unreadable, "
-                          f"{empty} empty)" + (f"; left out {'; '.join(shown[:3])}{more}" if shown else ""))
+        raise empty_corpus(root, len(files), skipped, unreadable, empty)
+    return docs
+
+
+def empty_corpus(root: Path, files: int, skipped: list[Path], unreadable: list[str], empty: int) -> CorpusError:
+    """The error for a corpus at ``root`` with no document with text: its ``files`` supported
+    files, what was ``skipped`` and ``unreadable`` (the first three named), the ``empty`` documents."""
+    shown = [f"{s.relative_to(root).as_posix()}: {skip_reason(s)}" for s in skipped] + list(unreadable)
+    more = f"; {len(shown) - 3} more" if len(shown) > 3 else ""
+    return CorpusError(f"empty corpus: no document with text under {root} "
+                       f"({files} supported file(s), {len(skipped)} skipped, {len(unreadable)} unreadable, "
+                       f"{empty} empty)" + (f"; left out {'; '.join(shown[:3])}{more}" if shown else ""))
+
+
+def _name(root: Path, f: Path) -> str:
+    """How the manifest names corpus file ``f``: its path under the folder ``root``, or its name."""
+    return f.name if root.is_file() else f.relative_to(root).as_posix()
+
+
+def read_documents(root: str | Path, names, report: dict | None = None, progress=None,
+                   page_progress=None) -> dict[str, list[Document]]:
+    """Read the corpus files ``names`` (as :func:`_name` gives them) of the corpus at ``root``.
+
+    Returns file -> its documents with text, in the order of ``names`` (a file left out maps to
+    ``[]``). ``report`` gets ``unreadable`` (one line per PDF or Office file left out),
+    ``unreadable_files`` (file -> that line) and ``empty_documents``; ``progress`` and
+    ``page_progress`` as in :func:`load_documents`.
+
+    Raises:
+        CorpusError: a file that cannot be read as text or JSONL (any file, when ``root`` is a
+            single file), or a document id given twice among the files read.
+    """
+    root = Path(root)
+    out: dict[str, list[Document]] = {}
+    unreadable: dict[str, str] = {}
+    empty = 0
+    with ConvertWorker() as worker:  # PDF and Office files, in a child process with a time limit
+        for n, name in enumerate(names, start=1):
+            f = root if root.is_file() else root / name
+            try:
+                loaded = _load_file(f, name, page_progress, worker)
+            except DocumentError as exc:  # one bad PDF or Word file: named, and the rest is read
+                if root.is_file():
+                    raise
+                unreadable[name] = str(exc)
+                loaded = []
+            out[name] = [d for d in loaded if d.text.strip()]
+            empty += len(loaded) - len(out[name])
+            if progress is not None:
+                progress(n, len(names))
+    if report is not None:
+        report.update(unreadable=list(unreadable.values()), unreadable_files=unreadable, empty_documents=empty)
     seen: dict[str, str] = {}
-    for d in docs:
+    for d in (d for docs in out.values() for d in docs):
         if d.doc_id in seen:
             raise CorpusError(f"duplicate document id {d.doc_id!r} at {d.where} (first seen at {seen[d.doc_id]})")
         seen[d.doc_id] = d.where
-    return docs
+    return out
+
+
+def check_document_ids(chunks) -> None:
+    """Refuse a document id that two corpus files give (chunks in corpus-file order, each with
+    ``doc_id`` and ``source_path``). Raises ``CorpusError`` naming both files."""
+    first: dict[str, str] = {}
+    for c in chunks:
+        where = first.setdefault(c.doc_id, c.source_path)
+        if where != c.source_path:
+            raise CorpusError(f"duplicate document id {c.doc_id!r} at {c.source_path} (first seen at {where})")
 
 
 def read_corpus_bytes(f: Path) -> bytes:
@@ -291,13 +231,13 @@ def _read_text(f: Path, *, whole_file_is_one_document: bool) -> str:
                           f"convert it, e.g. iconv -f latin1 -t utf-8") from None
 
 
-def _load_file(f: Path, rel: str, page_progress=None) -> list[Document]:
+def _load_file(f: Path, rel: str, page_progress=None, worker: ConvertWorker | None = None) -> list[Document]:
     ext = f.suffix.lower()
     if ext in JSONL_EXTS:
         return _load_jsonl(f)
     if ext in CONVERTED_EXTS:
         pages = (lambda done, total: page_progress(rel, done, total)) if page_progress else None
-        converted = convert(f, pages)
+        converted = worker.convert(f, pages) if worker is not None else convert(f, pages)
         return [Document(rel, converted.text, converted.title or f.stem, str(f))]
     text = _read_text(f, whole_file_is_one_document=True)
     if ext in HTML_EXTS:

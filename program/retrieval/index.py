@@ -7,7 +7,8 @@ On-disk layout of ``index_dir``:
 * ``chunks.jsonl`` — one :class:`Chunk` per line, row i = vector i.
 * ``manifest.json`` — format version, embedding model and dimensions, chunking parameters,
   index type and parameters (``"index"``; absent in older builds, meaning flat), sha256 per
-  source file, document and chunk counts, creation time (UTC ISO 8601).
+  source file, chunks per file (``file_chunks``), document and chunk counts, what the build
+  changed (``changes``), creation time (UTC ISO 8601).
 * ``vocabulary.json`` + ``vocabulary.npy`` — the knowledge base's own terms (headings, titles,
   TF-IDF key phrases) and their vectors, for :meth:`KnowledgeBase.candidate_terms`; see
   :mod:`program.retrieval.vocabulary`. Built with the index; an index saved before the
@@ -23,10 +24,10 @@ On-disk layout of ``index_dir``:
 
 ``KnowledgeBase.build`` reuses a saved index (no embedding at all) when the manifest matches the
 current files, model and parameters; when only the index spec differs it re-indexes the saved
-vectors (no embedding); otherwise it rebuilds. Writes go to a temporary folder
-beside ``index_dir`` that is then renamed into place, so a crash never leaves a half-written
-index: a writer killed between the two renames leaves the previous index beside the folder,
-and the next ``load`` or ``build`` puts it back (``recover_interrupted_write``).
+vectors (no embedding); when files were added, changed or removed it reads and embeds only those
+(:mod:`program.retrieval.building`); another model or chunking rebuilds everything. Writes go to
+a temporary folder beside ``index_dir`` that is then renamed into place
+(:mod:`program.retrieval.index_files`), so a crash never leaves a half-written index.
 
 What gets embedded for a chunk is its title, heading (when different) and text on separate
 lines; ``Chunk.text`` itself stays unprefixed.
@@ -34,53 +35,43 @@ lines; ``Chunk.text`` itself stays unprefixed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import os
-import re
-import shutil
-import tempfile
 import threading
-import time
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 import faiss
 
+from program.paths import state_root
 from program.retrieval.base import (IndexNotFoundError, KnowledgeBaseError, embed_text,  # noqa: F401 (re-exported)
                                     file_sha256)
-from program.retrieval.chunking import Chunk, chunk_document, chunking_params
-from program.retrieval.corpus import CorpusError, list_source_files, load_documents
-from program.retrieval.embedding import Embedder, get_embedder
+from program.retrieval.chunking import Chunk
+from program.retrieval.embedder_choice import embedding_mismatch, knowledge_base_embedder
+from program.retrieval.embedding import Embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode, rrf
+from program.retrieval.index_files import (CHUNKS_FILE, FORMAT_VERSION, INDEX_FILE, MANIFEST_FILE,  # noqa: F401
+                                           vocabulary_stamp, write_atomic)
 from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.feedback import FEEDBACK_CHUNKS, feedback_terms
-from program.retrieval.lexical import PARAMS as LEXICAL_PARAMS, LexicalIndex, tokens
+from program.retrieval.lexical import LexicalIndex, tokens
 from program.retrieval.mentions import mentioned_in, word_set
-from program.retrieval.progress import BuildProgress
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
+from program.state import FolderState
 from program.types import Passage
 
 log = logging.getLogger(__name__)
-
-FORMAT_VERSION = 1
-INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE = "index.faiss", "chunks.jsonl", "manifest.json"
-
-
+_write_atomic = write_atomic  # the name the kill tests drive
 
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
-    files, _ = list_source_files(source_path)
-    out = {}
-    for f in files:
-        try:
-            digest = file_sha256(f)
-        except OSError as exc:
-            raise CorpusError(f"cannot read {f}: {exc.strerror or exc}") from None
-        out[f.name if source_path.is_file() else f.relative_to(source_path).as_posix()] = digest
-    return out
+    """Corpus file -> sha256 (``program.retrieval.building.fingerprint``)."""
+    # lazy on purpose: the corpus listing loads only to build
+    from program.retrieval.building import fingerprint
+
+    return fingerprint(Path(source_path))
 
 
 class KnowledgeBase:
@@ -92,6 +83,7 @@ class KnowledgeBase:
         chunks: list of :class:`Chunk`, position i matches vector i.
         manifest: the manifest dict as saved.
         index_dir: folder holding the saved index.
+        changes: what :meth:`build` changed (``CorpusChanges``); None for a loaded index.
     """
 
     def __init__(self, index, chunks: list[Chunk], manifest: dict, index_dir: Path,
@@ -107,11 +99,21 @@ class KnowledgeBase:
         self._words: frozenset[str] | None = None
         self._lexical = lexical
         self._lexical_lock = threading.Lock()
+        self.changes = None  # what the build that returned it changed (``program.retrieval.changes``)
 
     @property
     def embedder(self) -> Embedder:
+        """What embeds queries: the one given when built or loaded, else the process's knowledge-base
+        embedder (``--embedder``, ``CRAG_EMBEDDER``, else all-MiniLM-L6-v2).
+
+        Raises:
+            KnowledgeBaseError: that embedder is not the one that built the index (one line)."""
         if self._embedder is None:
-            self._embedder = get_embedder()
+            emb = knowledge_base_embedder()
+            if why := embedding_mismatch(self.manifest.get("embedding"), emb):
+                raise KnowledgeBaseError(f"index at {self.index_dir} was {why}: its questions must be embedded as its "
+                                         "chunks were (--embedder, CRAG_EMBEDDER)")
+            self._embedder = emb
         return self._embedder
 
     def __len__(self) -> int:
@@ -120,82 +122,66 @@ class KnowledgeBase:
     def __repr__(self) -> str:
         return f"KnowledgeBase({len(self)} chunks, {str(self.index_dir)!r})"
 
+    # ------------------------------------------------------------------ what follows the knowledge base
+    def state(self, namespace: str) -> FolderState:
+        """What is learned about this knowledge base for ``namespace`` (a compile): a folder of
+        the state folder keyed by where the index lives, ``<state>/knowledge-bases/<index folder
+        name>-<hash of its path>/<namespace>`` (``program.paths.state_root``), so that it follows
+        the knowledge base from one build to the next."""
+        digest = hashlib.sha256(str(self.index_dir.resolve()).encode()).hexdigest()[:10]
+        return FolderState(state_root() / "knowledge-bases" / f"{self.index_dir.name}-{digest}" / namespace)
+
+    @property
+    def build_id(self) -> str:
+        """This build's identity: its manifest's creation time (microseconds)."""
+        return str(self.manifest.get("created"))
+
+    def saved_build(self) -> str | None:
+        """The identity of the build saved at ``index_dir`` now (another process may have written a
+        newer one since this was loaded), or None when none is readable."""
+        try:
+            return str(json.loads((self.index_dir / MANIFEST_FILE).read_text(encoding="utf-8")).get("created"))
+        except (OSError, ValueError):
+            return None
+
     # ------------------------------------------------------------------ build / load
     @classmethod
     def build(cls, source_path: str | Path, index_dir: str | Path, embedder: Embedder | None = None, *,
               target_tokens: int = 200, max_tokens: int = 300, overlap_tokens: int = 30,
               force: bool = False, index: IndexSpec | str = "flat", with_vocabulary: bool = True,
-              progress: bool | None = None) -> "KnowledgeBase":
-        """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``.
+              progress: bool | None = None, other_embedder: str = "rebuild") -> "KnowledgeBase":
+        """Chunk, embed and index the corpus at ``source_path``, saving to ``index_dir``; on a
+        saved index, only what changed (:mod:`program.retrieval.building`).
 
-        Reuses the saved index without embedding when files (sha256), embedding model and
-        chunking parameters are unchanged, unless ``force``. ``index`` picks the faiss index: an
-        :class:`IndexSpec`, or ``"flat"`` (default, exact) / ``"hnsw"`` with default parameters.
-        If only the index spec differs from the saved one, the saved vectors are re-indexed.
+        Unchanged files (sha256) keep their chunks and vectors; added and changed ones are read
+        and embedded; removed ones are dropped; ``kb.changes`` says which
+        (:class:`~program.retrieval.changes.CorpusChanges`). Another embedding model or other
+        chunking parameters rebuild everything, saying why; so does ``force``. ``index`` picks
+        the faiss index: an :class:`IndexSpec`, or ``"flat"`` (default, exact) / ``"hnsw"`` with
+        default parameters; when only it differs, the saved vectors are re-indexed.
         ``with_vocabulary`` (default) also collects and embeds the knowledge base's terms
         (:attr:`vocabulary`, for :meth:`candidate_terms`) and saves them with the index; False
         leaves them to be built if they are ever needed (e.g. a web-page index that is only searched).
         ``progress`` shows bars on stderr while building (files read, chunks and terms embedded, with
         rate and time left); None: when ``$CRAG_PROGRESS`` or a terminal asks (:mod:`.progress`).
+        ``other_embedder``: what a saved index built by another embedder than ``embedder`` gets:
+        ``"rebuild"`` (``index``) or ``"refuse"`` (``ask`` and ``serve``: a question must be
+        embedded as the index was).
 
         Raises:
             CorpusError: the corpus is missing, malformed or empty.
             ValueError: invalid chunking parameters or index spec.
             EmbeddingError: the embedding model cannot be loaded.
-            KnowledgeBaseError: the index cannot be written (a full disk); the previous one stays.
+            KnowledgeBaseError: the index cannot be written (a full disk), the previous one stays;
+                or (``other_embedder="refuse"``) it was built by another embedder.
         """
-        # absolute, symlinks kept: a corpus file linked as kb.jsonl keeps its name and type
-        source, index_dir = Path(os.path.abspath(source_path)), Path(index_dir).resolve()
-        emb = embedder or get_embedder()
-        chunking = chunking_params(target_tokens, max_tokens, overlap_tokens)
-        spec = IndexSpec.coerce(index)
-        files = _fingerprint(source)
-        expected = {"format_version": FORMAT_VERSION, "files": files, "chunking": chunking,
-                    "embedding": {"model": emb.name, "dimensions": emb.dimensions}}
-        recover_interrupted_write(index_dir)
-        if not force and (index_dir / MANIFEST_FILE).is_file():
-            kb = cls._reuse(index_dir, emb, expected, spec)
-            if kb is not None:
-                return kb
+        # lazy on purpose: building imports the corpus loader and its converters, which a search does not need
+        from program.retrieval.building import build_knowledge_base
 
-        t0 = time.perf_counter()
-        report: dict = {}
-        bars = BuildProgress(progress)
-        docs = load_documents(source, report=report, progress=bars.file_read, page_progress=bars.page_read)
-        chunks = [c for d in docs for c in chunk_document(d, target_tokens, max_tokens, overlap_tokens)]
-        vecs = bars.embedder(emb, "chunks").encode([embed_text(c) for c in chunks])
-        if vecs.shape != (len(chunks), emb.dimensions):
-            raise KnowledgeBaseError(f"embedder returned shape {vecs.shape}, "
-                                     f"expected {(len(chunks), emb.dimensions)}")
-        faiss_index = build_index(spec, vecs)
-        vocabulary = build_vocabulary(chunks, vecs, bars.embedder(emb, "terms")) if with_vocabulary else None
-        lexical = LexicalIndex.build([embed_text(c) for c in chunks])
-        manifest = {**expected, "index": spec.to_manifest(), "lexical": {"library": "bm25s", **LEXICAL_PARAMS},
-                    "source_path": str(source), "documents": len(docs),
-                    "chunk_count": len(chunks), "skipped_files": report.get("skipped_files", []),
-                    "unreadable": report.get("unreadable", []),
-                    "build_seconds": round(time.perf_counter() - t0, 3),
-                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary, lexical)
-        log.info("built %s index %s: %d docs, %d chunks, %s vocabulary terms in %.1fs", spec.type, index_dir,
-                 len(docs), len(chunks), len(vocabulary) if vocabulary is not None else "no",
-                 manifest["build_seconds"])
-        return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary, lexical)
-
-    @classmethod
-    def _reuse(cls, index_dir: Path, emb: Embedder, expected: dict, spec: IndexSpec) -> "KnowledgeBase | None":
-        """The saved index when ``expected`` matches its manifest (re-indexed if only ``spec`` differs); else None."""
-        try:
-            kb = cls.load(index_dir, embedder=emb)
-            if all(kb.manifest.get(k) == v for k, v in expected.items()):
-                if IndexSpec.from_manifest(kb.manifest.get("index")) == spec:
-                    log.info("reusing index %s (%d chunks)", index_dir, len(kb))
-                    return kb
-                return kb._reindex(spec)
-            log.info("index %s is stale; rebuilding", index_dir)
-        except KnowledgeBaseError as exc:
-            log.warning("cannot reuse index %s (%s); rebuilding", index_dir, exc)
-        return None
+        return build_knowledge_base(cls, source_path, index_dir, embedder, target_tokens=target_tokens,
+                                    max_tokens=max_tokens, overlap_tokens=overlap_tokens, force=force, index=index,
+                                    with_vocabulary=with_vocabulary, progress=progress,
+                                    other_embedder=other_embedder)
 
     def _reindex(self, spec: IndexSpec) -> "KnowledgeBase":
         """A copy of this knowledge base under a new index spec, built from the saved vectors and
@@ -206,9 +192,9 @@ class KnowledgeBase:
                     "reindexed": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         # same chunks, same vocabulary: keep the saved one (else it is built when first needed)
         vocabulary = (self._vocabulary if self._vocabulary is not None
-                      else load_vocabulary(self.index_dir, _vocabulary_stamp(self.manifest)))
+                      else load_vocabulary(self.index_dir, vocabulary_stamp(self.manifest)))
         lexical = self.lexical  # same chunks: the same BM25 index, saved again with them
-        _write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary, lexical)
+        write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary, lexical)
         return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary, lexical)
 
     @classmethod
@@ -242,7 +228,7 @@ class KnowledgeBase:
 
         Args:
             index_dir: folder written by :meth:`build`.
-            embedder: used for queries; default :func:`get_embedder` (created lazily on first search).
+            embedder: used for queries; default the process's knowledge-base embedder (``embedder``), created lazily.
 
         Raises:
             IndexNotFoundError: the folder or one of its three files is missing.
@@ -298,7 +284,7 @@ class KnowledgeBase:
         if self._vocabulary is None:
             with self._vocabulary_lock:
                 if self._vocabulary is None:
-                    stamp = _vocabulary_stamp(self.manifest)
+                    stamp = vocabulary_stamp(self.manifest)
                     vocabulary = load_vocabulary(self.index_dir, stamp)
                     if vocabulary is None:
                         log.info("building the vocabulary of %s from its stored chunks", self.index_dir)
@@ -319,7 +305,7 @@ class KnowledgeBase:
         if self._lexical is None:
             with self._lexical_lock:
                 if self._lexical is None:
-                    stamp = _vocabulary_stamp(self.manifest)
+                    stamp = vocabulary_stamp(self.manifest)
                     lexical = LexicalIndex.load(self.index_dir, stamp)
                     if lexical is None:
                         log.warning("index %s has no lexical index (built before hybrid search): building it "
@@ -427,64 +413,3 @@ class KnowledgeBase:
         c = self.chunks[position]
         return Passage(id=c.chunk_id, text=c.text, source="kb", title=c.title, url=c.url or c.source_path,
                        score=cosine, page=c.page)
-
-
-def _vocabulary_stamp(manifest: dict) -> dict:
-    """What ties a saved vocabulary to its index: model, dimensions, chunk count, build time."""
-    embedding = manifest.get("embedding") or {}
-    return {"model": embedding.get("model"), "dimensions": embedding.get("dimensions"),
-            "chunk_count": manifest.get("chunk_count"), "created": manifest.get("created")}
-
-
-def _write_files(folder: Path, index, chunks: list[Chunk], manifest: dict, vocabulary: Vocabulary | None,
-                 lexical: LexicalIndex | None = None) -> None:
-    """Write and sync the index's files into ``folder``. Raises OSError or faiss's RuntimeError."""
-    faiss.write_index(index, str(folder / INDEX_FILE))
-    with open(folder / CHUNKS_FILE, "w", encoding="utf-8") as f:
-        for c in chunks:
-            f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-    if vocabulary is not None:
-        save_vocabulary(vocabulary, folder, _vocabulary_stamp(manifest))
-    if lexical is not None:
-        lexical.save(folder, _vocabulary_stamp(manifest))
-    for name in (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE):
-        with open(folder / name, "rb") as f:
-            os.fsync(f.fileno())
-
-
-def _write_atomic(index_dir: Path, index, chunks: list[Chunk], manifest: dict,
-                  vocabulary: Vocabulary | None = None, lexical: LexicalIndex | None = None) -> None:
-    """Write the three files (and the vocabulary's two and the lexical index, when given) into a temp folder beside
-    ``index_dir``, then swap it into place. A kill leaves the previous index, or (between the two
-    renames) the previous index beside it, which :func:`recover_interrupted_write` puts back.
-    Raises ``KnowledgeBaseError`` (one line: a full disk, a read-only folder) with the previous
-    index untouched."""
-    try:
-        index_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-{os.getpid()}-", dir=index_dir.parent))
-    except OSError as exc:
-        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {exc.strerror or exc}") from None
-    try:
-        _write_files(tmp, index, chunks, manifest, vocabulary, lexical)
-    except (OSError, RuntimeError) as exc:  # faiss reports a failed write (a full disk) as RuntimeError
-        shutil.rmtree(tmp, ignore_errors=True)
-        # faiss: "... write error in PATH: 16339 != 29184 (No space left on device)"
-        found = re.search(r"\(([^()]+)\)\s*$", str(exc))
-        reason = getattr(exc, "strerror", None) or (found.group(1) if found else str(exc).strip().splitlines()[-1])
-        raise KnowledgeBaseError(f"cannot write the index into {index_dir}: {reason}; "
-                                 "the previous index is unchanged") from None
-    try:
-        old = None
-        if index_dir.exists():
-            old = index_dir.parent / f".{index_dir.name}.old-{os.getpid()}-{time.time_ns()}"
-            os.replace(index_dir, old)
-        try:
-            os.replace(tmp, index_dir)
-        except OSError:  # another process put an index in place meanwhile: keep theirs
-            log.warning("index %s appeared during build; keeping the other writer's copy", index_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

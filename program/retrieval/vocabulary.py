@@ -27,9 +27,11 @@ collected from, L2-normalised: a bare term such as "idempotency key" says little
 embedder, its passage says what it means.
 
 Files beside the index (``vocabulary.json``: terms, their kinds, the parameters and the stamp
-of the index they belong to; ``vocabulary.npy``: float32 vectors, row i = term i), each written
-to a temporary name and renamed into place, the vectors first; a file set that does not
-match its stamp or parameters is ignored (and rebuilt by the knowledge base).
+of the index they belong to; ``vocabulary.npy``: float32 vectors, row i = term i;
+``vocabulary_terms.npy``: each term's own embedding, before its passages are mixed in), each
+written to a temporary name and renamed into place, the vectors first; a file set that does not
+match its stamp or parameters is ignored (and rebuilt by the knowledge base). The terms' own
+embeddings let the next build of a changed corpus embed only its new terms (``known``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 FORMAT_VERSION = 1  # bump when the term rules change: saved vocabularies of another version are rebuilt
-VOCABULARY_JSON, VOCABULARY_NPY = "vocabulary.json", "vocabulary.npy"
+VOCABULARY_JSON, VOCABULARY_NPY, TERMS_NPY = "vocabulary.json", "vocabulary.npy", "vocabulary_terms.npy"
 
 #: parameters of :func:`build_vocabulary` (saved with the vocabulary; a change rebuilds it)
 DEFAULT_PARAMS = {
@@ -71,15 +73,24 @@ class Vocabulary:
         kinds: ``"title"``, ``"heading"`` or ``"phrase"``, one per term.
         vectors: float32 array of shape ``(len(terms), dimensions)``, rows of L2 norm 1.
         params: the parameters it was built with (``DEFAULT_PARAMS`` keys).
+        term_vectors: each term's own embedding, same shape as ``vectors`` (before its passages
+            are mixed in), or None (a vocabulary saved before they were kept).
     """
 
     terms: list[str]
     kinds: list[str]
     vectors: np.ndarray
     params: dict = field(default_factory=lambda: dict(DEFAULT_PARAMS))
+    term_vectors: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.terms)
+
+    def known(self) -> dict[str, np.ndarray]:
+        """Term -> its own embedding, for :func:`build_vocabulary` to skip (``{}`` without them)."""
+        if self.term_vectors is None:
+            return {}
+        return dict(zip(self.terms, self.term_vectors))
 
     def nearest(self, query_vector: np.ndarray, n: int = 12) -> list[str]:
         """The ``n`` terms of highest cosine similarity to ``query_vector`` (shape ``(d,)``,
@@ -213,7 +224,8 @@ def extract_terms(chunks, params: dict | None = None) -> tuple[list[str], list[s
     return terms, kinds, sources
 
 
-def build_vocabulary(chunks, chunk_vectors: np.ndarray, embedder, params: dict | None = None) -> Vocabulary:
+def build_vocabulary(chunks, chunk_vectors: np.ndarray, embedder, params: dict | None = None,
+                     known: dict[str, np.ndarray] | None = None) -> Vocabulary:
     """Collect the terms of ``chunks`` and embed them.
 
     Args:
@@ -221,6 +233,8 @@ def build_vocabulary(chunks, chunk_vectors: np.ndarray, embedder, params: dict |
         chunk_vectors: float32 ``(len(chunks), d)``, the stored chunk vectors (never re-embedded).
         embedder: ``encode(list[str]) -> (n, d)`` L2-normalised float32 (the chunks' embedder).
         params: overrides of ``DEFAULT_PARAMS``.
+        known: term -> its own embedding by the same embedder (``Vocabulary.known`` of the last
+            build): those terms are not embedded again.
 
     Returns:
         The :class:`Vocabulary` (empty for a corpus without any term).
@@ -229,14 +243,18 @@ def build_vocabulary(chunks, chunk_vectors: np.ndarray, embedder, params: dict |
     terms, kinds, sources = extract_terms(chunks, p)
     dims = chunk_vectors.shape[1] if chunk_vectors.ndim == 2 else embedder.dimensions
     if not terms:
-        return Vocabulary([], [], np.zeros((0, dims), np.float32), p)
-    vectors = np.asarray(embedder.encode(terms), dtype=np.float32)
+        return Vocabulary([], [], np.zeros((0, dims), np.float32), p, np.zeros((0, dims), np.float32))
+    known = {t: v for t, v in (known or {}).items() if np.shape(v) == (dims,)}
+    new = [t for t in terms if t not in known]
+    embedded = dict(zip(new, np.asarray(embedder.encode(new), dtype=np.float32))) if new else {}
+    own = np.stack([known[t] if t in known else embedded[t] for t in terms]).astype(np.float32)
+    vectors = own.copy()
     if p["context_weight"] and len(chunk_vectors):
         context = np.stack([chunk_vectors[src].mean(axis=0) for src in sources]).astype(np.float32)
         context /= np.maximum(np.linalg.norm(context, axis=1, keepdims=True), 1e-12)
         vectors = vectors + float(p["context_weight"]) * context
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return Vocabulary(terms, kinds, np.ascontiguousarray(vectors, dtype=np.float32), p)
+    return Vocabulary(terms, kinds, np.ascontiguousarray(vectors, dtype=np.float32), p, own)
 
 
 def _sha256(path: Path) -> str:
@@ -250,28 +268,45 @@ def _replace(tmp: Path, final: Path) -> None:
 
 
 def save_vocabulary(vocabulary: Vocabulary, folder: str | Path, stamp: dict) -> None:
-    """Write ``vocabulary.npy`` then ``vocabulary.json`` into ``folder``, each atomically.
+    """Write ``vocabulary.npy`` (and ``vocabulary_terms.npy``) then ``vocabulary.json`` into
+    ``folder``, each atomically.
 
     ``stamp`` identifies the index the vocabulary belongs to (embedding model, dimensions,
     chunk count, index creation time); :func:`load_vocabulary` checks it.
     """
     folder = Path(folder)
     tag = f".tmp-{os.getpid()}-{id(vocabulary)}"
-    npy, meta = folder / VOCABULARY_NPY, folder / VOCABULARY_JSON
-    tmp_npy, tmp_meta = folder / (VOCABULARY_NPY + tag), folder / (VOCABULARY_JSON + tag)
+    npy, own, meta = folder / VOCABULARY_NPY, folder / TERMS_NPY, folder / VOCABULARY_JSON
+    tmps = [folder / (name + tag) for name in (VOCABULARY_NPY, TERMS_NPY, VOCABULARY_JSON)]
     try:
-        with open(tmp_npy, "wb") as f:
-            np.save(f, vocabulary.vectors.astype(np.float32), allow_pickle=False)
-        _replace(tmp_npy, npy)
+        arrays = [(npy, vocabulary.vectors)] + ([(own, vocabulary.term_vectors)]
+                                                 if vocabulary.term_vectors is not None else [])
+        for (final, array), tmp in zip(arrays, tmps):
+            with open(tmp, "wb") as f:
+                np.save(f, array.astype(np.float32), allow_pickle=False)
+            _replace(tmp, final)
         record = {"format_version": FORMAT_VERSION, "stamp": stamp, "params": vocabulary.params,
                   "count": len(vocabulary), "vectors_sha256": _sha256(npy),
+                  "terms_sha256": _sha256(own) if vocabulary.term_vectors is not None else None,
                   "terms": vocabulary.terms, "kinds": vocabulary.kinds}
-        tmp_meta.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-        _replace(tmp_meta, meta)
+        tmps[2].write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+        _replace(tmps[2], meta)
     finally:
-        for tmp in (tmp_npy, tmp_meta):
+        for tmp in tmps:
             if tmp.exists():
                 tmp.unlink()
+
+
+def _own_vectors(folder: Path, record: dict, shape: tuple) -> np.ndarray | None:
+    """The terms' own embeddings saved beside a vocabulary, or None when absent or not theirs."""
+    path = folder / TERMS_NPY
+    try:
+        if not record.get("terms_sha256") or not path.is_file() or _sha256(path) != record["terms_sha256"]:
+            return None
+        own = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return np.ascontiguousarray(own, dtype=np.float32) if own.shape == shape else None
 
 
 def load_vocabulary(folder: str | Path, stamp: dict, params: dict | None = None) -> Vocabulary | None:
@@ -294,4 +329,5 @@ def load_vocabulary(folder: str | Path, stamp: dict, params: dict | None = None)
     if (vectors.ndim != 2 or vectors.shape[0] != len(terms) or len(kinds) != len(terms)
             or vectors.shape[1] != stamp.get("dimensions")):
         return None
-    return Vocabulary(terms, kinds, np.ascontiguousarray(vectors, dtype=np.float32), record["params"])
+    return Vocabulary(terms, kinds, np.ascontiguousarray(vectors, dtype=np.float32), record["params"],
+                      _own_vectors(folder, record, vectors.shape))
