@@ -4,7 +4,9 @@ The one place that computes the project root (the folder holding ``program/``); 
 names a project file starts here. Run from a clone (or an editable install), the root is the
 clone and the committed compile is its ``compiled/``; installed from a wheel (``pip install .``),
 the root is the environment's site-packages, the compile the wheel's copy in
-``<environment>/share/crag-dspy/compiled``, and the cache ``~/.cache/crag-dspy``.
+``<environment>/share/crag-dspy/compiled``, and the cache ``~/.cache/crag-dspy``. Nothing is
+ever written under the install prefix: indexes and what is learned about a knowledge base live in
+the state folder (:func:`state_root`), the model files and the LM cache in the cache.
 """
 
 from __future__ import annotations
@@ -30,3 +32,12 @@ def cache_root() -> Path:
     if IN_CLONE:
         return PROJECT_ROOT / ".cache"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "crag-dspy"
+
+
+def state_root() -> Path:
+    """The state folder: the knowledge bases' indexes and what was learned about each (adapted
+    judges, operating point, reader demo, the rows they were fit on). ``$CRAG_STATE_DIR`` (the
+    ``--state`` flag sets it), else the cache folder (:func:`cache_root`): per user, never the
+    install prefix."""
+    env = os.environ.get("CRAG_STATE_DIR")
+    return Path(env) if env else cache_root()

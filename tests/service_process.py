@@ -38,7 +38,7 @@ def program_env(cache: Path, **extra) -> dict:
     # subprocess would find answers cached by another test (the cache key ignores the api_base)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "CRAG_CACHE_DIR": str(cache), "DSPY_CACHEDIR": str(cache / "dspy"),
            "CRAG_API_KEY": "test-key", **extra}
-    for var in ("CRAG_LM", "CRAG_API_BASE", "CRAG_WEB", "CRAG_DECIDE_RETRIEVAL"):
+    for var in ("CRAG_LM", "CRAG_API_BASE", "CRAG_WEB", "CRAG_DECIDE_RETRIEVAL", "CRAG_STATE_DIR"):
         env.pop(var, None)
     return env
 

@@ -13,8 +13,7 @@ import pytest
 
 from program.adaptation.adapt import adapt_judges
 from program.adaptation.synthetic_rows import document_source
-from program.judges import save_judges
-from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.adapted import adapted_dir, adapted_state, load_adapted, write_judges
 from program.judges.store import corpus_key
 
 pytestmark = pytest.mark.slow  # starts a server, a subprocess or a fit: left out of the inner loop
@@ -31,6 +30,15 @@ def _kb(folder: Path, docs: list[Path], embedder):
     for doc in docs:
         shutil.copy(doc, folder / doc.name)
     return KnowledgeBase.build(folder, folder.parent / f"{folder.name}-index", embedder)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def state_folder(tmp_path_factory):
+    """The state folder of this module's knowledge bases (never the project's cache)."""
+    folder = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CRAG_STATE_DIR", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +66,15 @@ def _adapt(kb, compiled, other_source, embedder, **kw):
                         progress=False, **kw)
 
 
-def test_adapting_saves_judges_keyed_by_the_documents_and_reuses_them(kbs, compiled, other_source, embedder):
+def test_adapting_saves_judges_with_the_knowledge_base_and_reuses_them(kbs, compiled, other_source, embedder,
+                                                                      state_folder):
     kb = kbs[0]
-    first = _adapt(kb, compiled, other_source, embedder)
-    assert not first.reused
-    assert first.path == compiled / "adapted" / corpus_key(kb) / "judges.json"
+    first = _adapt(kb, compiled, other_source, embedder, force=True)
+    assert not first.reused and first.refresh.how == "made"
+    # in the state folder, keyed by where the index lives and by the compile, never beside the compile
+    assert first.path == f"{adapted_dir(compiled, kb)}/judges.json"
+    assert adapted_dir(compiled, kb).is_relative_to(state_folder / "knowledge-bases")
+    assert not (compiled / "adapted").exists()
     a = first.judges.adapted
     assert (a["corpus"], a["name"], a["documents"], a["sources"]) == (corpus_key(kb), "own", 12, ["other"])
     assert 0 < a["rows"]["questions_kept"] <= a["rows"]["questions_asked"]
@@ -78,26 +90,70 @@ def test_adapting_saves_judges_keyed_by_the_documents_and_reuses_them(kbs, compi
     assert _adapt(kb, compiled, other_source, embedder, force=True).reused is False
 
 
-def test_changed_documents_are_another_knowledge_base(kbs, compiled, other_source, embedder, tmp_path):
+def test_judges_are_picked_for_the_documents_they_were_fit_on_only(kbs, compiled, other_source, embedder, tmp_path):
     _adapt(kbs[0], compiled, other_source, embedder)
-    changed = _kb(tmp_path / "changed", DOCS[:11], embedder)
-    assert adapted_dir(compiled, changed) != adapted_dir(compiled, kbs[0])
-    assert load_adapted(compiled, changed) is None
+    other = _kb(tmp_path / "changed", DOCS[:11], embedder)
+    assert adapted_dir(compiled, other) != adapted_dir(compiled, kbs[0])  # another index: another state
+    assert load_adapted(compiled, other) is None
     assert load_adapted(compiled, kbs[0]).adapted["name"] == "own"
+
+
+def test_a_changed_file_refits_from_the_rows_of_the_others(tmp_path, compiled, other_source, embedder):
+    """One file changed: its rows are made again, the other eleven's are kept, the judges refit;
+    the next version of the knowledge base is judged by them, the last one's no longer."""
+    from program.adaptation.own_rows import ROWS_FILE
+    from program.adaptation.labeled import pairs_from_bytes
+
+    kb = _kb(tmp_path / "kb", DOCS[:12], embedder)
+    first = _adapt(kb, compiled, other_source, embedder)
+    assert first.refresh.how == "made"
+    meta1, (rows1,) = pairs_from_bytes(adapted_state(compiled, kb).read(ROWS_FILE))
+    changed = Path(kb.manifest["source_path"]) / DOCS[3].name
+    changed.write_text(changed.read_text() + "\n\n## Parking permits\n\nParking permits are renewed every January.\n")
+    kb2 = type(kb).build(kb.manifest["source_path"], kb.index_dir, embedder)
+    assert kb2.changes.line().startswith("1 changed;")
+    assert load_adapted(compiled, kb2) is None  # fit on the version before
+    second = _adapt(kb2, compiled, other_source, embedder)
+    assert (second.refresh.how, second.refresh.changed) == ("refit", (DOCS[3].name,))
+    assert 0 < second.refresh.share < 0.25 and "refit: rows of 1 changed file(s) made again" in second.line()
+    assert load_adapted(compiled, kb2) is not None and second.judges.adapted["rows_refresh"] == "refit"
+    meta2, (rows2,) = pairs_from_bytes(adapted_state(compiled, kb2).read(ROWS_FILE))
+    assert meta2["files"] == kb2.manifest["files"] and meta1["files"] != meta2["files"]
+    # the unchanged files' rows are the very ones of the first adaptation; the changed file gave its own again
+    unchanged = {g for g, f in meta1["groups"].items() if f != DOCS[3].name}
+    assert unchanged and unchanged <= set(meta2["groups"])
+
+    def passage_rows(rows, groups):
+        return sorted((g, tuple(d)) for g, d in zip(rows.passage.groups, rows.passage.dense) if g in groups)
+
+    assert passage_rows(rows2, unchanged) == passage_rows(rows1, unchanged)
+    assert DOCS[3].name in meta2["groups"].values()
+
+
+def test_past_a_quarter_of_the_chunks_changed_every_row_is_made_again(tmp_path, compiled, other_source, embedder):
+    kb = _kb(tmp_path / "kb", DOCS[:8], embedder)
+    _adapt(kb, compiled, other_source, embedder)
+    folder = Path(kb.manifest["source_path"])
+    for doc in DOCS[:3]:
+        (folder / doc.name).unlink()
+    kb2 = type(kb).build(folder, kb.index_dir, embedder)
+    second = _adapt(kb2, compiled, other_source, embedder)
+    assert second.refresh.how == "made" and second.refresh.share > 0.25
+    assert "over 25%" in second.refresh.why
 
 
 def test_a_failed_write_keeps_the_previous_adaptation(kbs, compiled, other_source, embedder, monkeypatch):
     first = _adapt(kbs[0], compiled, other_source, embedder)
-    before = first.path.read_bytes()
+    before = Path(first.path).read_bytes()
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("program.atomic.os.replace", full_disk)  # every atomic write renames through it
     with pytest.raises(OSError):  # the write of an adaptation (``adapt_judges`` ends with it)
-        save_judges(first.judges, first.path.parent)
-    assert first.path.read_bytes() == before
-    assert [p.name for p in first.path.parent.iterdir()] == ["judges.json"]
+        write_judges(first.judges, adapted_state(compiled, kbs[0]))
+    assert Path(first.path).read_bytes() == before
+    assert not [p.name for p in Path(first.path).parent.iterdir() if p.name.startswith(".")]
     assert load_adapted(compiled, kbs[0]) is not None
 
 
@@ -163,6 +219,7 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, m
 
     from program.app.cli import main
     from program.app.configuration import load_compiled
+    from program.retrieval import KnowledgeBase
     from signatures import WriteQuestion
     from tests.test_transfer import _first_sentence
 
@@ -176,15 +233,16 @@ def test_index_adapts_by_default(kbs, tmp_path, other_source, fake_lm, capsys, m
     assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--compiled", str(compiled)]) == 0
     out = capsys.readouterr().out
     assert "judges adapted to own: 12 documents" in out
-    assert (compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").exists()
-    saved = json.loads((compiled / "adapted" / corpus_key(kbs[0]) / "judges.json").read_text())
+    state = adapted_dir(compiled, KnowledgeBase.load(tmp_path / "index"))
+    saved = json.loads((state / "judges.json").read_text())
     assert saved["adapted"]["sources"] == ["other"]
     assert fake_lm.calls["WriteQuestion"] == 4  # headings adapt the judges; four written questions, the demo
-    demo = json.loads((compiled / "adapted" / corpus_key(kbs[0]) / "reader_demo.json").read_text())
+    demo = json.loads((state / "reader_demo.json").read_text())
     assert f"reader demo written from {demo['chunk_id']}: {demo['question']}" in out
     assert demo["answer"] in " ".join(demo["context"]) and demo["context"][0].startswith("[1] ")
     # the handbook holds neither compiled demo (PopQA's, the help centre's): the reader reads its own only
-    reader = load_compiled(compiled, knowledge_base=kbs[0], web="none").generator.generate
+    reader = load_compiled(compiled, knowledge_base=KnowledgeBase.load(tmp_path / "index"),
+                           web="none").generator.generate
     assert [d["question"] for d in reader.demos] == [demo["question"]]  # as DSPy loads any saved demo: a dict
 
 
@@ -229,6 +287,7 @@ def test_index_adapts_a_knowledge_base_without_headings_from_written_questions(
     from types import SimpleNamespace
 
     from program.app.cli import main
+    from program.retrieval import KnowledgeBase
     from signatures import WriteQuestion
     from tests.test_transfer import _first_sentence
 
@@ -244,10 +303,11 @@ def test_index_adapts_a_knowledge_base_without_headings_from_written_questions(
     assert "note: plain: 0 heading(s) to ask from: the LM writes up to 40 questions" in captured.err
     assert 12 <= fake_lm.calls["WriteQuestion"] <= 40
     assert "judges adapted to plain: 12 documents" in captured.out
-    saved = json.loads(next((compiled / "adapted").glob("*/judges.json")).read_text())
+    state = adapted_dir(compiled, KnowledgeBase.load(tmp_path / "index"))
+    saved = json.loads((state / "judges.json").read_text())
     assert saved["adapted"]["questions"] == 40 and saved["adapted"]["rows"]["written_kept"] > 0
     # the bug: the operating point was set only with an explicit --questions
-    point = json.loads(next((compiled / "adapted").glob("*/operating_point.json")).read_text())
+    point = json.loads((state / "operating_point.json").read_text())
     assert point["answerable"] == 12 and point["decline"] == 0.1
     assert re.search(r"^operating point: accept 0\.\d\d declines 10% of 12 of its own questions and \d+% of "
                      r"\d+ look-alikes \(set in \d+ s\)$", captured.out, re.M)

@@ -102,11 +102,12 @@ def test_a_state_compiled_for_another_signature_is_not_loaded_into_the_new_one(t
     assert loaded(question="Who founded Acme Rockets?").answer.startswith("Acme Rockets was founded by Jane Roe")
 
 
-def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_lm):
+def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_lm, monkeypatch):
     """``confidence.json`` (python -m optimize.train_confidence) sets the answer-confidence model and
     ``accept``; the operating point ``program index`` saved for this knowledge base wins over its
     ``accept``, and an ``accept`` given to ``load_compiled`` wins over both. Without the file: the
     default weights and ``DEFAULT_ACCEPT``."""
+    from program.judges.adapted import adapted_dir
     from program.judges.operating_point import OPERATING_POINT_FILE
     from program.judges.store import corpus_key
     from program.stages.crag import DEFAULT_ACCEPT
@@ -127,7 +128,9 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     result = loaded(question="Who founded Acme Rockets?")
     assert result.confidence == 0.7311  # sigmoid(10 * 1.0 - 9): the cited passage holds the whole question
 
-    point = tmp_path / "adapted" / corpus_key(kb) / OPERATING_POINT_FILE
+    monkeypatch.setenv("CRAG_STATE_DIR", str(tmp_path / "state"))  # what is learned of a knowledge base is kept there
+    point = adapted_dir(tmp_path, kb) / OPERATING_POINT_FILE
+    assert point.is_relative_to(tmp_path / "state" / "adapted" / corpus_key(kb))
     point.parent.mkdir(parents=True)
     point.write_text(json.dumps({"accept": 0.8, "source": "labels ours.csv (30 rows)"}))
     own = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)
@@ -135,7 +138,7 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     # where the resolution took each value from, as ask prints it; a request's program keeps it
     from program.app.cli import _operating_point_line
 
-    where = f"labels ours.csv (30 rows), adapted/{corpus_key(kb)}/operating_point.json"
+    where = f"labels ours.csv (30 rows), {point}"
     assert own.sources == {"thresholds": "retrieval similarity", "judges": "none: the LM judges",
                            "operating point": where, "reader demo": "the compile's", "web": "none"}
     assert _operating_point_line(own.narrowed(own.settings, web=False)) == \

@@ -30,12 +30,14 @@ def test_the_operating_point_declines_the_share_asked_of_the_own_questions(fake_
         set_operating_point(crag, [])
 
 
-def test_a_saved_operating_point_is_what_the_program_loads(tmp_path):
+def test_a_saved_operating_point_is_what_the_program_loads(tmp_path, monkeypatch):
     from program.app.compiled import CompiledError, load_confidence
     from program.judges.adapted import adapted_dir
 
     class KB:  # a knowledge base with a manifest: its corpus key names its folder
         manifest = {"files": {"a.md": "0123"}}
+
+    monkeypatch.setenv("CRAG_STATE_DIR", str(tmp_path / "state"))
 
     assert load_confidence(tmp_path, KB())[1] == 0.5  # nothing saved: the default
     save_operating_point(OperatingPoint(0.42, 0.1, 30, 20, 0.7), adapted_dir(tmp_path, KB()))

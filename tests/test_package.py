@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 import zipfile
 from pathlib import Path
 
@@ -75,3 +76,79 @@ def test_crag_installed_from_the_wheel_answers_from_another_folder(wheel, served
                             "p.IN_CLONE, p.PROJECT_ROOT)"], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=120)
     assert where.stdout.split() == [str(env_dir / "share" / "crag-dspy" / "compiled"), "False", str(target)]
+
+
+def _read_only(prefix: Path):
+    """Make ``prefix`` read-only for real: a read-only bind mount (root ignores file modes), else
+    (not root) its files' write bits off. Returns the function that undoes it."""
+    bound = subprocess.run(["mount", "--bind", str(prefix), str(prefix)], capture_output=True).returncode == 0
+    if bound and subprocess.run(["mount", "-o", "remount,bind,ro", str(prefix)], capture_output=True).returncode == 0:
+        return lambda: subprocess.run(["umount", str(prefix)], check=True)
+    if bound:
+        subprocess.run(["umount", str(prefix)], check=True)
+    subprocess.run(["chmod", "-R", "a-w", str(prefix)], check=True)
+    return lambda: subprocess.run(["chmod", "-R", "u+w", str(prefix)], check=True)
+
+
+def _listing(prefix: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(prefix)): (p.stat().st_size, p.stat().st_mtime_ns) for p in prefix.rglob("*")
+            if p.is_file()}
+
+
+def test_index_ask_and_serve_write_nothing_under_a_read_only_install_prefix(wheel, tmp_path):
+    """The bug: ``index`` adapted the judges into ``<prefix>/share/crag-dspy/compiled/adapted/``;
+    a system-wide or read-only install had nowhere to put them. Now the per-user state folder
+    holds them (here the default, ``~/.cache/crag-dspy``), and the prefix is never written."""
+    import httpx
+
+    from signatures import WriteQuestion
+    from tests.conftest import default_rules
+    from tests.served_fake_lm import start
+    from tests.service_process import free_port
+    from tests.test_transfer import _first_sentence
+
+    lm = start(rules={**default_rules(), WriteQuestion: _first_sentence}, delay=0.0)
+    env_dir = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(env_dir), str(wheel)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    target = env_dir / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    docs, home = write_docs(tmp_path / "docs"), tmp_path / "home"
+    env = {**program_env(tmp_path / "unused"), "HOME": str(home), "DSPY_CACHEDIR": str(home / "dspy"),
+           "PYTHONPATH": f"{target}:{sysconfig.get_paths()['purelib']}"}
+    for var in ("CRAG_CACHE_DIR", "CRAG_STATE_DIR", "XDG_CACHE_HOME"):
+        env.pop(var, None)
+    crag = [str(env_dir / "bin" / "python"), str(env_dir / "bin" / "crag")]
+    model = ["--model", "openai/fake", "--api-base", lm.base]
+    before = _listing(env_dir)
+    undo = _read_only(env_dir)
+    try:
+        index = subprocess.run(crag + ["index", str(docs), "--questions", "0", *model], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=900)
+        assert index.returncode == 0, index.stderr[-2000:]
+        assert "judges adapted to docs: 2 documents" in index.stdout  # fit and saved: in the state folder
+        ask = subprocess.run(crag + ["ask", "Who founded Acme Rockets?", "--kb", str(docs), "--web", "none", *model,
+                                     "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert ask.returncode == 0, ask.stderr[-2000:]
+        assert json.loads(ask.stdout)["trace"]["judges"]["adapted"] is True  # found where index kept them
+        port = free_port()
+        serve = subprocess.Popen(crag + ["serve", "--port", str(port), "--kb", str(docs), "--web", "none", *model],
+                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(600):
+                try:
+                    answered = httpx.post(f"http://127.0.0.1:{port}/ask", timeout=60,
+                                          json={"question": "Who founded Acme Rockets?"})
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.5)
+            assert answered.status_code == 200 and "Jane Roe" in answered.json()["answer"]
+        finally:
+            serve.terminate()
+            serve.wait(30)
+    finally:
+        undo()
+        lm.stop()
+    assert _listing(env_dir) == before  # not a file added or changed under the prefix
+    state = home / ".cache" / "crag-dspy"
+    assert (state / "indexes").is_dir() and list(state.glob("knowledge-bases/*/*/judges.json"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dspy
 import pytest
@@ -79,8 +80,8 @@ def test_the_own_demo_replaces_the_compiled_demos_the_knowledge_base_does_not_ho
 def test_a_saved_demo_loads_and_a_broken_one_is_named(tmp_path):
     demo = reader_demo(KB(), [row("Unused days carry over up to 40 hours.")])
     assert load_reader_demo(tmp_path) is None and load_reader_demo(None) is None
-    path = save_reader_demo(demo, tmp_path / "adapted" / "abc")
-    assert load_reader_demo(path.parent) == demo
+    path = Path(save_reader_demo(demo, tmp_path / "adapted" / "abc"))
+    assert path == tmp_path / "adapted" / "abc" / "reader_demo.json" and load_reader_demo(path.parent) == demo
     path.write_text("{not json")
     with pytest.raises(ValueError, match=rf"^{path}: unreadable reader demo"):
         load_reader_demo(path.parent)

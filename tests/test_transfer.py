@@ -76,14 +76,17 @@ def test_a_knowledge_base_gives_training_rows_of_itself(help_centre, embedder):
     assert len(asked) == 40 and all(len(q.split()) >= 2 for q, _ in asked)
     source = document_source("help centre (documents)", kb, embedder, max_questions=40, log=lambda m: None)
     correct = [g for g, a in source.expected.items() if a == "correct"]
-    assert correct and all(a == "incorrect" for g, a in source.expected.items() if g.startswith("syn-out-"))
+    assert correct and all(a == "incorrect" for g, a in source.expected.items() if g.endswith("-out"))
     # each kept question's source chunk is its one relevant passage; its "not covered" twin has none
     for g in correct:
         assert sum(label for label, group in zip(source.passage.labels, source.passage.groups) if group == g) == 1
     assert not any(label for label, group in zip(source.passage.labels, source.passage.groups)
-                   if group.startswith("syn-out-"))
+                   if group.endswith("-out"))
     assert 0 < sum(source.strip.labels) < len(source.strip) and len(source.support) > 0
     assert source.support_weight == 1.0
+    # every row group is traced to its corpus file, the "not covered" twin to its question's
+    assert set(source.files) >= set(source.passage.groups) | set(source.support.groups)
+    assert all(source.files[f"{g}-out"] == source.files[g] for g in correct if f"{g}-out" in source.expected)
     judges = fit_judges([source], embedder, log=lambda m: None)
     assert judges.thresholds_for(kb)["lower"] <= judges.thresholds_for(kb)["upper"]
 

@@ -7,12 +7,14 @@ and each training domain's) plus the rows the knowledge base gives of itself
 (``program.adaptation.synthetic_rows.document_source``: heading questions and, with ``questions``,
 questions the LM writes for sampled chunks, kept when retrieval ranks their source chunk first;
 "not covered" twins; FILCO strips; MiniCheck support rows), and calibrates the evaluator's
-thresholds on that knowledge base's own synthetic questions. The judges are saved under
-``<compiled>/adapted/<corpus_key>/judges.json`` (``program.judges.adapted``), which
-``load_compiled`` picks whenever that knowledge base is in use.
+thresholds on that knowledge base's own synthetic questions. The judges are kept with the
+knowledge base (``program.judges.adapted.adapted_state``: the per-user state folder, or its
+PostgreSQL database), which ``load_compiled`` reads whenever that version of it is in use.
 
 A rerun is cheap: the judges are reused while the documents, the saved labeled pairs, the code and
-the options are unchanged (``adapt_stamp``).
+the options are unchanged (``adapt_stamp``). After a change to a few files the rows of the others
+are kept and the judges refit in seconds (``program.adaptation.own_rows``: past a quarter of the
+chunks changed, every row is made again).
 
 ``leave_out`` drops labeled sources by name: measuring a domain with its labels left out
 (``python -m optimize.compile --kb ... --leave-out kubernetes``) is how the end-to-end figures of
@@ -34,9 +36,9 @@ from tqdm import tqdm
 from program.adaptation.fit import fit_judges
 from program.adaptation.labeled import labeled_stamp, load_labeled
 from program.adaptation.lm_questions import write_questions
-from program.adaptation.synthetic_rows import document_source, heading_questions
-from program.judges import save_judges
-from program.judges.adapted import adapted_dir, load_adapted
+from program.adaptation.own_rows import Refresh, own_rows, rows_key
+from program.adaptation.synthetic_rows import heading_questions
+from program.judges.adapted import adapted_state, load_adapted, write_judges
 from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 from program.judges.store import corpus_key
 from program.retrieval.embedding import get_embedder
@@ -93,15 +95,17 @@ class AdaptResult:
 
     Attributes:
         judges: the adapted ``JudgeSet`` (its ``adapted`` entry says what it was built from).
-        path: the saved ``judges.json``.
+        path: where the judges are kept (a file, or a database table and name).
         reused: True when saved judges with the same ``stamp`` were loaded instead of fitted.
         seconds: wall-clock seconds of this call.
+        refresh: how the knowledge base's own rows were had (made, refit, kept); None when reused.
     """
 
     judges: object
-    path: Path
+    path: str
     reused: bool
     seconds: float
+    refresh: Refresh | None = None
 
     def line(self) -> str:
         """One line saying what was built (or reused)."""
@@ -113,7 +117,8 @@ class AdaptResult:
                 f"of its own beside {', '.join(a.get('sources', []))}")
         if self.reused:
             return f"judges adapted to {what}: reused {self.path} (documents unchanged, {self.seconds:.1f} s)"
-        return f"judges adapted to {what}: saved {self.path} in {self.seconds:.0f} s"
+        how = f"; {self.refresh.line()}" if self.refresh else ""
+        return f"judges adapted to {what}: saved {self.path} in {self.seconds:.0f} s{how}"
 
 
 def adapt_code() -> list[Path]:
@@ -128,10 +133,24 @@ def adapt_stamp(kb, compiled_dir, leave_out, questions: int, seed: int) -> str:
     this stamp are reused."""
     digest = hashlib.sha256(f"{corpus_key(kb)}|{labeled_stamp(compiled_dir)}|{json.dumps(sorted(leave_out))}|"
                             f"{questions}|{seed}".encode())
+    digest.update(_code_digest().encode())
+    return digest.hexdigest()[:16]
+
+
+def _code_digest() -> str:
+    """sha256 of the adapting code (``adapt_code``), names and bytes."""
+    digest = hashlib.sha256()
     for path in adapt_code():
         digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()
+
+
+def rows_stamp(questions: int, seed: int, embedder) -> str:
+    """What a knowledge base's own rows depend on besides its documents: the questions written,
+    the seed, the embedder and the code. Rows saved with another stamp are made again."""
+    return rows_key({"questions": questions, "seed": seed, "embedder": getattr(embedder, "name", ""),
+                     "code": _code_digest()})
 
 
 def _step_bar(progress: bool):
@@ -163,22 +182,23 @@ def _adapted_record(kb, name: str, own, written, sources, leave_out: tuple, ques
 def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), questions: int = DEFAULT_QUESTIONS,
                  time_cap: float = DEFAULT_TIME_CAP, seed: int = 0, force: bool = False, embedder=None,
                  sources=None, log=print, progress: bool = True) -> AdaptResult:
-    """Adapt the judges to ``kb`` from its own documents and save them under ``compiled_dir``.
+    """Adapt the judges to ``kb`` from its own documents and keep them with it, for ``compiled_dir``.
 
     Args:
         kb: a knowledge base (faiss or pgvector): its ``chunks``, ``search_batch`` and ``manifest``.
-        compiled_dir: the compile the adapted judges sit beside (``compiled/``).
+        compiled_dir: the compile whose judges are adapted (``compiled/``).
         name: a name for figures and the one-line report (default: the indexed folder's name).
         leave_out: labeled sources (by name: ``popqa``, a domain's) whose pairs are not learned from.
         questions: questions the configured DSPy LM writes for sampled chunks (0: headings only).
         time_cap: seconds the LM may spend writing questions (what was written is kept).
         progress: show a progress bar (on a terminal, or with ``CRAG_PROGRESS=1``).
-        force: fit again even when judges with the same stamp are saved.
+        force: fit again, every row made again, even when judges with the same stamp are saved.
         sources: the labeled sources (``SourcePairs``) to fit beside the knowledge base's own rows;
             default those the compile saved in ``compiled_dir`` (``load_labeled``), less ``leave_out``.
 
     Returns:
-        An :class:`AdaptResult`.
+        An :class:`AdaptResult`; its ``refresh`` says whether the rows of unchanged files were kept
+        (``program.adaptation.own_rows``).
 
     Raises:
         ValueError: the knowledge base gives no question (no heading of two or more words and no
@@ -188,43 +208,49 @@ def adapt_judges(kb, compiled_dir, *, name: str | None = None, leave_out=(), que
     """
     started = time.perf_counter()
     leave_out = tuple(sorted(set(leave_out)))
-    folder = adapted_dir(compiled_dir, kb)
-    if folder is None:
+    state = adapted_state(compiled_dir, kb)
+    if state is None:
         raise ValueError(f"{kb!r} has no manifest of its files: it cannot be adapted to")
     stamp = adapt_stamp(kb, compiled_dir, leave_out, questions, seed)
     saved = None if force else load_adapted(compiled_dir, kb)
     if saved is not None and saved.adapted.get("stamp") == stamp:
-        return AdaptResult(saved, folder / "judges.json", True, time.perf_counter() - started)
+        return AdaptResult(saved, f"{state.where}/judges.json", True, time.perf_counter() - started)
 
     embedder = embedder or get_embedder()
     name = name or Path(str(kb.manifest.get("source_path") or "knowledge base")).name
     bar, step = _step_bar(progress)
     written = None
     if questions:
-        written = write_questions(kb, questions, time_cap, seed=seed, log=log)
+        written = write_questions(kb, questions, time_cap, seed=seed, log=log, where=state)
     step("written questions")
     # its own rows before the labeled sources: a knowledge base that gives none fails in seconds
-    own = document_source(f"{name} (documents)", kb, embedder, seed=seed, written=written, log=log)
+    own, refresh = own_rows(f"{name} (documents)", kb, embedder, state, rows_stamp(questions, seed, embedder),
+                            seed=seed, written=written, force=force, log_line=log)
     step("own rows")
     sources = load_labeled(compiled_dir, leave_out) if sources is None else sources
     step("labeled sources")
     judges = fit_judges(sources + [own], embedder, log=log)
     step("fitted")
     bar.close()
-    judges = replace(judges, adapted=_adapted_record(kb, name, own, written, sources, leave_out, questions, stamp,
-                                                     started))
-    path = save_judges(judges, folder)
-    return AdaptResult(judges.for_knowledge_base(kb), path, False, time.perf_counter() - started)
+    record = _adapted_record(kb, name, own, written, sources, leave_out, questions, stamp, started)
+    judges = replace(judges, adapted={**record, "rows_refresh": refresh.how, "rows_changed": list(refresh.changed)})
+    where = write_judges(judges, state)
+    return AdaptResult(judges.for_knowledge_base(kb), where, False, time.perf_counter() - started, refresh)
 
 
-def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: int | None = DEFAULT_QUESTIONS,
-                     time_cap: float | None = DEFAULT_TIME_CAP, force: bool = False, model: str | None = None,
-                     api_base: str | None = None, no_rows_is_error: bool = True) -> int:
+def adapt_and_report(kb, compiled_dir, **options) -> int:
+    """:func:`report_adaptation`'s exit code: 0, or 2 on an error."""
+    return report_adaptation(kb, compiled_dir, **options)[0]
+
+
+def report_adaptation(kb, compiled_dir, *, name: str, leave_out=(), questions: int | None = DEFAULT_QUESTIONS,
+                      time_cap: float | None = DEFAULT_TIME_CAP, force: bool = False, model: str | None = None,
+                      api_base: str | None = None, no_rows_is_error: bool = True) -> tuple[int, AdaptResult | None]:
     """:func:`adapt_judges` for a command: the LM configured when it writes questions, the one-line
-    report on stdout, a failure in one line on stderr. Returns 0, or 2 on an error; a knowledge base
-    that gives no question is a warning (0) when ``no_rows_is_error`` is false (after ``index``).
-    ``questions=None`` lets the documents decide (``questions_to_write``: written questions when
-    they have no headings), and says so on stderr."""
+    report on stdout, a failure in one line on stderr. Returns ``(0, the result)``, or ``(2, None)``
+    on an error; a knowledge base that gives no question is a warning (``(0, None)``) when
+    ``no_rows_is_error`` is false (after ``index``). ``questions=None`` lets the documents decide
+    (``questions_to_write``: written questions when they have no headings), and says so on stderr."""
     questions, time_cap, note = questions_to_write(kb, questions, time_cap)
     if note:
         print(f"note: {name}: {note}", file=sys.stderr)
@@ -241,15 +267,17 @@ def adapt_and_report(kb, compiled_dir, *, name: str, leave_out=(), questions: in
     except ValueError as exc:
         if no_rows_is_error:
             print(f"error: {name}: {exc}", file=sys.stderr)
-            return 2
+            return 2, None
         print(f"warning: judges not adapted to {name}: {exc}; the compile's own judges will judge it", file=sys.stderr)
-        return 0
+        return 0, None
     except OSError as exc:
-        print(f"error: cannot save the adapted judges into {compiled_dir}: {exc.strerror or exc}; "
+        where = getattr(adapted_state(compiled_dir, kb), "where", compiled_dir)
+        print(f"error: cannot save the adapted judges into {where}: {exc.strerror or exc}; "
               "the previous ones are unchanged", file=sys.stderr)
-        return 2
+        return 2, None
     print(result.line())
-    return 0
+    return 0, result
 
 
-__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "questions_to_write"]
+__all__ = ["AdaptResult", "adapt_and_report", "adapt_judges", "adapt_stamp", "questions_to_write", "report_adaptation",
+           "rows_stamp"]

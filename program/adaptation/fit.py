@@ -94,6 +94,8 @@ class SourcePairs:
         counts: for rows a knowledge base gives of itself, ``asked`` and ``kept`` questions.
         corpus: its knowledge base's ``corpus_key``, set when the pairs are kept without the
             knowledge base (``kb`` None: pairs read back from the cache of ``program.adaptation.adapt``).
+        files: for rows a knowledge base gives of itself, row group -> the corpus file it came
+            from (``program.adaptation.own_rows`` keeps the rows of unchanged files).
     """
 
     name: str
@@ -106,6 +108,7 @@ class SourcePairs:
     support_weight: float = LABELED_SUPPORT_WEIGHT
     corpus: str = ""
     counts: dict = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
 
     def key(self) -> str:
         """Its knowledge base's ``corpus_key``."""
@@ -114,7 +117,7 @@ class SourcePairs:
     def detached(self) -> "SourcePairs":
         """The same pairs without the knowledge base (picklable), its key kept in ``corpus``."""
         return SourcePairs(self.name, None, self.passage, self.strip, self.support, self.expected, self.claims,
-                           self.support_weight, self.key(), self.counts)
+                           self.support_weight, self.key(), self.counts, self.files)
 
 
 def _query_rows(pairs: Pairs, expected: dict) -> list[int]:

@@ -51,7 +51,16 @@ def save_labeled(sources: list[SourcePairs], directory: str | Path, stamp: str =
     with ``stamp``: what they were built from (``optimize.training.sources.sources_stamp``).
 
     Returns the file written. Raises ``OSError`` when it cannot be written (the previous one stays)."""
-    arrays, meta = {}, {"format": FORMAT, "stamp": stamp, "sources": []}
+    path = labeled_path(directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, pairs_bytes(sources, {"stamp": stamp}))
+    return path
+
+
+def pairs_bytes(sources: list[SourcePairs], meta: dict | None = None) -> bytes:
+    """``sources``' pairs as one compressed NumPy archive (the format of ``labeled_pairs.npz``),
+    with ``meta`` (JSON-able) beside them; :func:`pairs_from_bytes` reads it back."""
+    arrays, meta = {}, {"format": FORMAT, **(meta or {}), "sources": []}
     for i, s in enumerate(sources):
         entry = {"name": s.name, "corpus": s.key(), "expected": s.expected, "support_weight": s.support_weight,
                  "counts": s.counts, "pairs": {}}
@@ -65,10 +74,30 @@ def save_labeled(sources: list[SourcePairs], directory: str | Path, stamp: str =
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
-    path = labeled_path(directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, buffer.getvalue())
-    return path
+    return buffer.getvalue()
+
+
+def pairs_from_bytes(data: bytes, leave_out=()) -> tuple[dict, list[SourcePairs]]:
+    """``(meta, sources)`` of an archive :func:`pairs_bytes` wrote, without the sources named in
+    ``leave_out``.
+
+    Raises:
+        ValueError: not such an archive, or another format (``LabeledPairsError`` for the format)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            meta = json.loads(archive["meta"].tobytes().decode("utf-8"))
+            if meta.get("format") != FORMAT:
+                raise LabeledPairsError(f"format {meta.get('format')!r}, expected {FORMAT}")
+            return meta, [SourcePairs(e["name"], None, *(_pairs(archive, f"{i}.{k}", e["pairs"][k]) for k in KINDS[:3]),
+                                      expected=e["expected"], support_weight=e["support_weight"],
+                                      corpus=e["corpus"], counts=e["counts"],
+                                      claims=_pairs(archive, f"{i}.claims", e["pairs"]["claims"])
+                                      if "claims" in e["pairs"] else None)
+                          for i, e in enumerate(meta["sources"]) if e["name"] not in set(leave_out)]
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        if isinstance(exc, LabeledPairsError):
+            raise
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
 
 def _pairs(archive, prefix: str, saved: dict) -> Pairs:
@@ -91,20 +120,11 @@ def load_labeled(directory: str | Path, leave_out=()) -> list[SourcePairs]:
         raise LabeledPairsError(f"{path} is missing: the judges cannot be adapted without the labeled pairs "
                                 f"(make them: python -m optimize.training.sources --out {Path(directory)})")
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            meta = json.loads(archive["meta"].tobytes().decode("utf-8"))
-            if meta.get("format") != FORMAT:
-                raise LabeledPairsError(f"{path}: format {meta.get('format')!r}, expected {FORMAT}")
-            return [SourcePairs(e["name"], None, *(_pairs(archive, f"{i}.{k}", e["pairs"][k]) for k in KINDS[:3]),
-                                expected=e["expected"], support_weight=e["support_weight"], corpus=e["corpus"],
-                                counts=e["counts"],
-                                claims=_pairs(archive, f"{i}.claims", e["pairs"]["claims"])
-                                if "claims" in e["pairs"] else None)
-                    for i, e in enumerate(meta["sources"]) if e["name"] not in set(leave_out)]
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
-        if isinstance(exc, LabeledPairsError):
-            raise
-        raise LabeledPairsError(f"{path} is unreadable ({type(exc).__name__}: {exc}); make it again: "
+        return pairs_from_bytes(path.read_bytes(), leave_out)[1]
+    except LabeledPairsError as exc:
+        raise LabeledPairsError(f"{path}: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise LabeledPairsError(f"{path} is unreadable ({exc}); make it again: "
                                 f"python -m optimize.training.sources --out {Path(directory)}") from None
 
 
@@ -128,5 +148,5 @@ def labeled_stamp(directory: str | Path) -> str:
     return hashlib.sha256(path.read_bytes() if path.is_file() else b"-").hexdigest()[:16]
 
 
-__all__ = ["LABELED_FILE", "LabeledPairsError", "labeled_path", "labeled_stamp", "load_labeled", "save_labeled",
-           "saved_stamp"]
+__all__ = ["LABELED_FILE", "LabeledPairsError", "labeled_path", "labeled_stamp", "load_labeled", "pairs_bytes",
+           "pairs_from_bytes", "save_labeled", "saved_stamp"]

@@ -7,12 +7,14 @@ first for it ("filtered by whether the retriever returns the source passage"). T
 feed ``program.adaptation.synthetic_rows.document_source`` beside the heading questions, and, with their
 answer, label strips the FILCO way (the strip holding the answer is relevant).
 
-Writing is time-boxed (``time_cap`` seconds) and cached per knowledge base in
-``<cache>/questions-<corpus key>.jsonl``: a rerun with unchanged documents asks nothing.
+Writing is time-boxed (``time_cap`` seconds) and kept with the knowledge base (``questions.jsonl``
+in its state, ``program.judges.adapted.adapted_state``; or a cache folder): a rerun asks nothing
+for chunks that are unchanged, and after a change to a few files only their share is written again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
@@ -22,16 +24,17 @@ from pathlib import Path
 import dspy
 from tqdm import tqdm
 
-from program.atomic import write_atomic
 from program.judges.store import corpus_key
 from program.lm.model_files import cache_root
 from program.retrieval.progress import progress_enabled
+from program.state import as_state
 from program.stages.refine import decompose
 from program.text import words
 from program.types import Passage
 from signatures import WriteQuestion
 
 MIN_WORDS = 30
+QUESTIONS_FILE = "questions.jsonl"
 
 
 def _normalise(text: str) -> str:
@@ -60,7 +63,12 @@ def judge_row(kb, chunk, question: str, answer: str) -> dict:
     top = kb.search(question, 1) if question else []
     kept = bool(sentence and top and top[0].id == chunk.chunk_id)
     return {"chunk_id": chunk.chunk_id, "question": question, "answer": answer, "answer_sentence": sentence,
-            "kept": kept}
+            "kept": kept, "chunk_sha": text_sha(chunk.text)}
+
+
+def text_sha(text: str) -> str:
+    """12 hex digits naming a chunk's text: a written question stays valid while it is unchanged."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def sample_chunks(kb, n: int, seed: int = 0) -> list:
@@ -76,33 +84,41 @@ def sample_chunks(kb, n: int, seed: int = 0) -> list:
 
 
 def cache_path(kb, cache_dir: str | Path | None = None) -> Path:
-    """Where the written questions of ``kb`` are kept (``$CRAG_CACHE_DIR`` or ``.cache``)."""
+    """Where questions for ``kb`` are kept without a knowledge-base state: ``<cache>/synthetic/<corpus key>``."""
     root = Path(cache_dir) if cache_dir else cache_root()
-    return root / "synthetic" / f"questions-{corpus_key(kb)}.jsonl"
+    return root / "synthetic" / corpus_key(kb)
+
+
+def _still_valid(rows: list[dict], kb) -> dict[str, dict]:
+    """The saved rows whose chunk ``kb`` still holds with the same text, by chunk id."""
+    shas = {c.chunk_id: text_sha(c.text) for c in kb.chunks}
+    # a row saved before rows named their chunk's text is taken as written for the chunk of that id
+    return {r["chunk_id"]: r for r in rows if r.get("chunk_id") in shas
+            and r.get("chunk_sha", shas[r["chunk_id"]]) == shas[r["chunk_id"]]}
 
 
 def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cache_dir=None, log=print,
-                    progress: bool = True) -> list[dict]:
+                    progress: bool = True, where=None) -> list[dict]:
     """Written and filtered questions for ``kb``: dicts ``question``, ``answer``, ``answer_sentence``,
-    ``chunk_id``, ``kept`` (``judge_row``).
+    ``chunk_id``, ``kept`` (``judge_row``), ``chunk_sha``.
 
     Uses DSPy's configured LM. Stops asking after ``time_cap`` seconds (what was written is kept).
-    Rows already in the cache are not asked again; the cache is rewritten atomically after each row.
-    ``progress``: a bar of questions written on stderr (on a terminal, or with ``CRAG_PROGRESS=1``).
+    Saved rows whose chunk is unchanged are not asked again: up to ``n`` of them are kept, and only
+    the rest is written for newly sampled chunks. The rows are rewritten (all or nothing) after each
+    one, into ``where`` (a knowledge base's state, ``program.judges.adapted.adapted_state``), else a
+    folder of ``cache_dir`` (``cache_path``). ``progress``: a bar of questions written on stderr (on
+    a terminal, or with ``CRAG_PROGRESS=1``).
 
     Raises:
         whatever the LM raises (an unreachable served model): a question the LM cannot write is a
         failure of the run, not a row."""
-    path = cache_path(kb, cache_dir)
-    done = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["chunk_id"]] = row
+    state = as_state(where) if where is not None else as_state(cache_path(kb, cache_dir))
+    saved = state.read(QUESTIONS_FILE)
+    rows = [json.loads(line) for line in (saved or b"").decode("utf-8").splitlines() if line.strip()]
+    done = dict(list(_still_valid(rows, kb).items())[:n])
     writer = dspy.Predict(WriteQuestion)
     started = time.perf_counter()
-    todo = [c for c in sample_chunks(kb, n, seed) if c.chunk_id not in done]
+    todo = [c for c in sample_chunks(kb, n + len(done), seed) if c.chunk_id not in done][:max(0, n - len(done))]
     bar = tqdm(total=len(todo), desc="writing questions", unit="question", file=sys.stderr,
                disable=not (progress and todo and progress_enabled()))
     for chunk in todo:
@@ -113,7 +129,7 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
         out = writer(title=title or chunk.doc_id, passage=chunk.text)
         question, answer = str(out.question or "").strip(), str(out.answer or "").strip()
         done[chunk.chunk_id] = judge_row(kb, chunk, question, answer)
-        _save(path, list(done.values()))
+        state.write(QUESTIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()))
         bar.update(1)
     bar.close()
     rows = list(done.values())
@@ -122,9 +138,5 @@ def write_questions(kb, n: int = 40, time_cap: float = 600.0, seed: int = 0, cac
     return rows
 
 
-def _save(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-
-
-__all__ = ["answer_sentence", "cache_path", "judge_row", "sample_chunks", "write_questions"]
+__all__ = ["QUESTIONS_FILE", "answer_sentence", "cache_path", "judge_row", "sample_chunks", "text_sha",
+           "write_questions"]

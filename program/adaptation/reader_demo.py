@@ -14,16 +14,16 @@ first and holding its answer, ``program.adaptation.lm_questions.judge_row``):
 - *answer*: the answering strip, as the compiled help-centre demo answers with its sentence.
 
 ``load_compiled`` gives the reader that demo in place of the compiled demos the knowledge base
-does not hold (``held_by``). Saved as ``<compiled>/adapted/<corpus key>/reader_demo.json``.
+does not hold (``held_by``). Saved as ``reader_demo.json`` in the knowledge base's state
+(``program.judges.adapted.adapted_state``).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from program.atomic import write_atomic
 from program.stages.refine import decompose
+from program.state import as_state
 from program.text import coverage
 from program.types import Passage
 
@@ -80,26 +80,28 @@ def with_reader_demo(state: dict, kb, demo: dict) -> dict:
     return {**state, "generator.generate": reader}
 
 
-def save_reader_demo(demo: dict, directory: str | Path) -> Path:
-    """Write ``demo`` as ``directory/reader_demo.json`` (atomically); its path."""
-    path = Path(directory) / READER_DEMO_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(demo, indent=2, ensure_ascii=False) + "\n")
-    return path
+def save_reader_demo(demo: dict, where) -> str:
+    """Write ``demo`` as ``reader_demo.json`` into ``where`` (a knowledge base's state, or a
+    folder), all or nothing; where it went. Raises ``OSError``."""
+    state = as_state(where)
+    state.write(READER_DEMO_FILE, json.dumps(demo, indent=2, ensure_ascii=False) + "\n")
+    return f"{state.where}/{READER_DEMO_FILE}"
 
 
-def load_reader_demo(directory: str | Path | None) -> dict | None:
-    """The demo saved in ``directory``, or None when there is none.
+def load_reader_demo(where) -> dict | None:
+    """The demo saved in ``where`` (a knowledge base's state, or a folder), or None when there is none.
 
     Raises:
-        ValueError: the file is not a demo (the message names it).
+        ValueError: the saved demo is not one (the message names it).
     """
-    path = Path(directory) / READER_DEMO_FILE if directory is not None else None
-    if path is None or not path.is_file():
+    state = as_state(where)
+    data = state.read(READER_DEMO_FILE) if state is not None else None
+    if data is None:
         return None
+    path = f"{state.where}/{READER_DEMO_FILE}"
     try:
-        demo = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        demo = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: unreadable reader demo ({exc})") from None
     if not (isinstance(demo, dict) and isinstance(demo.get("question"), str) and isinstance(demo.get("answer"), str)
             and isinstance(demo.get("context"), list) and all(isinstance(c, str) for c in demo["context"])):

@@ -14,6 +14,15 @@ from pathlib import Path
 from program.web.config import BACKEND_NAMES
 
 
+EMBEDDER_HELP = ("the knowledge base's embedder: BASE_URL#MODEL of an OpenAI-compatible embeddings server "
+                 "(TEI, vLLM, Infinity, Ollama, a hosted API), e.g. http://127.0.0.1:8080/v1#BAAI/bge-small-en-v1.5, "
+                 "or 'local'; env CRAG_EMBEDDER (default: all-MiniLM-L6-v2 in this process)")
+
+
+STATE_HELP = ("folder for the knowledge bases' indexes and what is learned about each (adapted judges, operating "
+              "point, reader demo); env CRAG_STATE_DIR (default: the cache folder, per user, never the install prefix)")
+
+
 def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False) -> None:
     """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing;
     ``serve`` (``several_kbs``) takes ``--kb`` more than once, each as NAME=PATH."""
@@ -27,6 +36,9 @@ def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False)
                                            "and a knowledge_base of /ask")
     else:
         parser.add_argument("--kb", help=kb_help)
+    parser.add_argument("--embedder", metavar="BASE_URL#MODEL", help=EMBEDDER_HELP + "; the index must have been "
+                                                                     "built with it")
+    parser.add_argument("--state", metavar="DIR", help=STATE_HELP)
     parser.add_argument("--web", default=None, choices=BACKEND_NAMES, metavar="NAME",
                         help=f"web backend for the corrective path: {', '.join(BACKEND_NAMES)}; env CRAG_WEB "
                              "(default: snapshot, offline, for the PopQA knowledge base; none for a --kb of your own)")
@@ -47,6 +59,17 @@ def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False)
     parser.add_argument("--trace-jsonl", metavar="PATH", help="append one JSON line per step to PATH")
     parser.add_argument("--trace-export", choices=("mlflow",),
                         help="also send DSPy's traces to MLflow (pip install mlflow)")
+
+
+def _index_target_options(index: argparse.ArgumentParser) -> None:
+    """``index``'s what and where: the documents, the faiss folder or pgvector table, the embedder."""
+    index.add_argument("path", help="a file or a folder (searched recursively; hidden files skipped)")
+    index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
+    index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
+                                    "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
+    index.add_argument("--embedder", metavar="BASE_URL#MODEL", help=EMBEDDER_HELP + "; another than the index's "
+                                                                    "rebuilds it")
+    index.add_argument("--state", metavar="DIR", help=STATE_HELP)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -82,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                             "env CRAG_SERVE_API_KEY (better: not seen in the process list); at least 16 characters")
     serve.add_argument("--no-api-key", action="store_true",
                        help="serve a non-loopback --host without a key (refused otherwise)")
+    serve.add_argument("--reload-interval", type=float, default=2.0, metavar="SECONDS",
+                       help="how often to look for a new build of each knowledge base (index run again, judges "
+                            "adapted again) and switch to it between requests; 0: never (default 2)")
     serve.add_argument("--allowed-hosts", default=None,
                        help="comma-separated host names clients may call this server by (Host and Origin headers), "
                             "besides the address it listens on and, on loopback, localhost; env CRAG_ALLOWED_HOSTS")
@@ -93,10 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "Word (.docx), PowerPoint (.pptx), Excel (.xlsx) and CSV (.csv). Other files, "
                                        "and files "
                                        "that cannot be read, are left out with one line each.")
-    index.add_argument("path", help="a file or a folder (searched recursively; hidden files skipped)")
-    index.add_argument("--out", help="faiss index folder (default: in the cache folder)")
-    index.add_argument("--kb", help="index into this pgvector knowledge base instead, "
-                                    "postgresql://user@host:port/db?table=NAME; env CRAG_KB when it is such a URL")
+    _index_target_options(index)
     index.add_argument("--no-adapt", action="store_true",
                        help="do not adapt the judges to the indexed documents (they are by default: minutes, once)")
     index.add_argument("--compiled", default=None,
@@ -121,20 +144,15 @@ def _parser() -> argparse.ArgumentParser:
 def _ask(args) -> int:
     # lazy on purpose: dspy, torch and the model load only for the subcommand that needs them, so --help and a
     # refused question answer at once
-    import dspy
-
     from program.app import resources
     from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
-    from program.app.tracing import JsonlTrace, StepRecorder
     from program.judges.judgments import PASSAGE
-    from program.lm.configure import configure_lm
-    from program.lm.retry import LMServiceError
-    from program.retrieval import KnowledgeBaseError
     from program.stages.crag import QuestionError, validate_question
 
     try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
         config = check_setup(args)
+        _use_embedder(args)
         program = build_program_from_flags(args, config)
     except (QuestionError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -145,24 +163,50 @@ def _ask(args) -> int:
             "lm", "similarity"):
         print(f"note: the judges were not adapted to {args.kb or os.environ.get('CRAG_KB')}; they judge it from "
               "other knowledge bases' rows (adapt: python -m program index PATH)", file=sys.stderr)
-    lm = configure_lm(args.model, args.api_base)
-    if args.no_cache:
-        lm.cache = False
-    recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
-    try:
-        with dspy.context(callbacks=[recorder] if recorder else []):
-            result = program(question=args.question)
-    except (KnowledgeBaseError, LMServiceError) as exc:  # the database or the LM went away and stayed away
-        print(f"error: {exc}", file=sys.stderr)
+    result = _answer(args, program)
+    if isinstance(result, str):
+        print(f"error: {result}", file=sys.stderr)
         return 2
-    if recorder:
-        recorder.emit("result", result=result.to_dict())
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         _print_result(result, config, args)
         print(_operating_point_line(program))
     return 0
+
+
+def _answer(args, program):
+    """Configure the LM and answer ``args.question`` with ``program`` (its steps to ``--trace-jsonl``):
+    the result, or one line saying why there is none (the LM's chunk wheels are missing, the LM or the
+    database failed and stayed down). Never a traceback for an LM failure."""
+    # lazy on purpose, as in _ask
+    import dspy
+    from dspy.utils.exceptions import LMError
+
+    from program.app.tracing import JsonlTrace, StepRecorder
+    from program.lm.configure import configure_lm, model_name
+    from program.lm.model_files import ModelFilesError
+    from program.lm.retry import LMServiceError, error_line
+    from program.retrieval import EmbeddingError, KnowledgeBaseError
+
+    try:
+        lm = configure_lm(args.model, args.api_base)
+    except (ModelFilesError, ValueError) as exc:  # e.g. the embedded model's chunk wheels are not installed
+        return str(exc)
+    if args.no_cache:
+        lm.cache = False
+    recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
+    try:
+        with dspy.context(callbacks=[recorder] if recorder else []):
+            result = program(question=args.question)
+    except (KnowledgeBaseError, EmbeddingError, LMServiceError) as exc:  # the database, the embedding server or
+        return str(exc)  # the LM went away and stayed away
+    except LMError as exc:  # any other LM failure that got this far
+        return (f"the language model at {args.api_base or os.environ.get('CRAG_API_BASE') or model_name(lm)} "
+                f"failed: {error_line(exc)}")
+    if recorder:
+        recorder.emit("result", result=result.to_dict())
+    return result
 
 
 def _operating_point_line(program) -> str:
@@ -242,6 +286,7 @@ def _serve(args) -> int:
     try:
         check_serve_flags(args)  # before importing the service: a bad flag answers at once
         check_program_flags(args)
+        _use_embedder(args)
         try:
             # (the subcommands' modules load dspy, torch and the service: only the one asked for)
             from program.app.service.run import serve
@@ -263,10 +308,12 @@ def _index(args) -> int:
     from program.app.flags import SetupError, check_index_flags
     from program.app.startup import report_left_out
     from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
+    from program.retrieval.embedder_choice import knowledge_base_embedder
     from program.retrieval.postgres.url import is_database_url
 
     try:  # refused before any indexing
         check_index_flags(args)
+        _use_embedder(args)
     except SetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -279,7 +326,7 @@ def _index(args) -> int:
             except ImportError as exc:
                 raise KnowledgeBaseError(f"a postgresql:// knowledge base needs the postgres extra ({exc.name} is "
                                          "missing): pip install 'crag-dspy[postgres]'") from None
-            with PgVectorKnowledgeBase.build(args.path, target) as kb:
+            with PgVectorKnowledgeBase.build(args.path, target, knowledge_base_embedder()) as kb:
                 report_left_out(args.path)
                 r = kb.last_ingest
                 print(f"indexed {r.chunks} chunks from {args.path} into {kb.url}: {len(r.published)} file(s) "
@@ -288,7 +335,8 @@ def _index(args) -> int:
         if args.kb:
             print("error: --kb for index takes a postgresql:// URL; for a folder use --out", file=sys.stderr)
             return 2
-        kb = resources.knowledge_base(args.path, args.out)
+        started = time.perf_counter()
+        kb = resources.knowledge_base(args.path, args.out, other_embedder="rebuild")
     except (CorpusError, FileNotFoundError, KnowledgeBaseError, EmbeddingError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -299,8 +347,25 @@ def _index(args) -> int:
         return 2
     report_left_out(args.path, kb)
     out = args.out or resources.index_dir_for(Path(args.path))
-    print(f"indexed {len(kb)} chunks from {args.path} into {out}")
+    embedded = kb.manifest.get("embedded_chunks", 0) if kb.changes and not kb.changes.none else 0
+    print(f"indexed {len(kb)} chunks from {args.path} into {out}: {kb.changes.line() if kb.changes else 'reused'}"
+          f", {embedded} embedded ({time.perf_counter() - started:.1f} s)")
     return _adapt(args, kb)
+
+
+def _use_embedder(args) -> None:
+    """Make ``--embedder`` the knowledge bases' embedder for this process
+    (``program.retrieval.embedder_choice.configure_embedder``); without it ``CRAG_EMBEDDER`` decides, else
+    the in-process all-MiniLM-L6-v2. Nothing is contacted. Raises ``SetupError`` (checked already by
+    ``flags.check_embedder``)."""
+    # lazy on purpose, as in _ask: the retrieval package loads after the flags' checks
+    from program.app.flags import SetupError
+    from program.retrieval.embedder_choice import configure_embedder
+
+    try:
+        configure_embedder(args.embedder)
+    except ValueError as exc:
+        raise SetupError(f"--embedder {exc}" if str(exc).startswith("must be") else str(exc)) from None
 
 
 def _adapt(args, kb) -> int:
@@ -317,31 +382,39 @@ def _adapt(args, kb) -> int:
         print(f"note: no compiled program in {compiled}: no judges to adapt", file=sys.stderr)
         return 0
     # lazy on purpose: the training code (sklearn, the labeled sources) loads only when adapting
-    from program.adaptation.adapt import adapt_and_report, questions_to_write
+    from program.adaptation.adapt import questions_to_write, report_adaptation
 
     questions = questions_to_write(kb, args.questions, args.time_cap)[0]
-    code = adapt_and_report(kb, compiled, name=Path(args.path).name or str(args.path), questions=args.questions,
-                            time_cap=args.time_cap, model=args.model, api_base=args.api_base, no_rows_is_error=False)
+    code, result = report_adaptation(kb, compiled, name=Path(args.path).name or str(args.path),
+                                     questions=args.questions, time_cap=args.time_cap, model=args.model,
+                                     api_base=args.api_base, no_rows_is_error=False)
     if code:
         return code
-    code = _reader_demo(args, kb, compiled, questions)
+    # the documents changed little (or not at all): what was set from them still holds
+    small = result is not None and (result.reused or result.refresh.how != "made")
+    code = _reader_demo(args, kb, compiled, questions, keep=small)
     if code or not questions:
         return code
-    return _operating_point(args, kb, compiled, questions)
+    return _operating_point(args, kb, compiled, questions, keep=small)
 
 
-def _reader_demo(args, kb, compiled: Path, written: int) -> int:
+def _reader_demo(args, kb, compiled: Path, written: int, keep: bool = False) -> int:
     """Write the reader's demo from ``kb``'s own documents (``program.adaptation.reader_demo``): from
     the ``written`` questions that adapted the judges, else from a few written for it (one LM
-    call each). 0, or 2 with one line."""
+    call each). With ``keep`` (the documents changed little), a saved demo the knowledge base still
+    holds (``held_by``) stays. 0, or 2 with one line."""
     # lazy on purpose: the question writer and the LM load only here
     from program.adaptation.adapt import DEMO_QUESTIONS, DEMO_TIME_CAP
     from program.adaptation.lm_questions import write_questions
-    from program.adaptation.reader_demo import reader_demo, save_reader_demo
-    from program.judges.adapted import adapted_dir
+    from program.adaptation.reader_demo import held_by, load_reader_demo, reader_demo, save_reader_demo
+    from program.judges.adapted import adapted_state
 
-    where = adapted_dir(compiled, kb)
+    where = adapted_state(compiled, kb)
     if where is None:
+        return 0
+    saved = load_reader_demo(where) if keep else None
+    if saved is not None and held_by(kb, saved):
+        print(f"reader demo kept (the documents still hold it): {saved['question']}")
         return 0
     if not written:  # adapted from headings: no LM configured yet
         # lazy on purpose: the LM loads only when a demo must be written
@@ -351,38 +424,43 @@ def _reader_demo(args, kb, compiled: Path, written: int) -> int:
 
         dspy.configure(lm=configure_lm(args.model, args.api_base).copy(temperature=0.0))
     rows = write_questions(kb, n=written or DEMO_QUESTIONS, time_cap=0.0 if written else DEMO_TIME_CAP,
-                           log=lambda *_: None, progress=False)  # with ``written``, the cache: no call
+                           log=lambda *_: None, progress=False, where=where)  # with ``written``, the cache: no call
     demo = reader_demo(kb, rows)
     if demo is None:
         print("note: no written question made a reader demo; the compiled demos stay", file=sys.stderr)
         return 0
-    return _saved(lambda: save_reader_demo(demo, where), "the reader demo", compiled,
+    return _saved(lambda: save_reader_demo(demo, where), "the reader demo", where.where,
                   f"reader demo written from {demo['chunk_id']}: {demo['question']}")
 
 
-def _operating_point(args, kb, compiled: Path, written: int) -> int:
+def _operating_point(args, kb, compiled: Path, written: int, keep: bool = False) -> int:
     """After adapting from ``written`` questions: set where to abstain on ``kb`` from drafts of
     them and of their look-alikes (``program.judges.operating_point``). When the documents chose
     to write questions (no ``--questions``), fewer drafts within a time cap keep ``index`` within
-    minutes. 0, or 2 with one line."""
+    minutes. With ``keep`` (the documents changed little), a saved point stays. 0, or 2 with one line."""
     # lazy on purpose: the question writer, the compiled program and the LM load only when questions were written
     from program.adaptation.adapt import AUTO_OPERATING_QUESTIONS, AUTO_OPERATING_TIME_CAP, DEFAULT_OPERATING_QUESTIONS
     from program.adaptation.lm_questions import write_questions
     from program.app.configuration import load_compiled
-    from program.judges.adapted import adapted_dir
-    from program.judges.operating_point import save_operating_point, set_operating_point
+    from program.judges.adapted import adapted_state
+    from program.judges.operating_point import read_operating_point, save_operating_point, set_operating_point
     from program.retrieval.progress import progress_enabled
 
+    where = adapted_state(compiled, kb)
+    if where is None:
+        print("note: this knowledge base has no manifest; the compile's operating point stays", file=sys.stderr)
+        return 0
+    saved = read_operating_point(where) if keep else None
+    if saved is not None:
+        print(f"operating point kept (the documents changed little since it was set): accept {saved['accept']:.2f}")
+        return 0
     auto = args.questions is None
     many = args.operating_questions or (AUTO_OPERATING_QUESTIONS if auto else DEFAULT_OPERATING_QUESTIONS)
-    rows = write_questions(kb, n=written, time_cap=0.0, log=lambda *_: None, progress=False)  # the cache: no call
+    rows = write_questions(kb, n=written, time_cap=0.0, log=lambda *_: None, progress=False,
+                           where=where)  # the cache: no call
     questions = [r["question"] for r in rows if r.get("kept")][:many]
     if not questions:
         print("note: no written question was kept; the compile's operating point stays", file=sys.stderr)
-        return 0
-    where = adapted_dir(compiled, kb)
-    if where is None:
-        print("note: this knowledge base has no manifest; the compile's operating point stays", file=sys.stderr)
         return 0
     started = time.perf_counter()
     crag = load_compiled(compiled, knowledge_base=kb, web=None)
@@ -392,17 +470,18 @@ def _operating_point(args, kb, compiled: Path, written: int) -> int:
     except ValueError as exc:  # too few drafts within the time cap
         print(f"note: {exc}; the compile's operating point stays", file=sys.stderr)
         return 0
-    return _saved(lambda: save_operating_point(point, where), "the operating point", compiled,
+    return _saved(lambda: save_operating_point(point, where), "the operating point", where.where,
                   f"{point.line()} (set in {time.perf_counter() - started:.0f} s)")
 
 
-def _saved(save, what: str, compiled: Path, line: str) -> int:
-    """Run ``save()`` (an atomic write under ``compiled``), then print ``line``: 0; or one error
-    line naming ``what`` when the write fails (the previous file stays): 2."""
+def _saved(save, what: str, where: str, line: str) -> int:
+    """Run ``save()`` (an all-or-nothing write into ``where``, the knowledge base's state), then
+    print ``line``: 0; or one error line naming ``what`` when the write fails (the previous one
+    stays): 2."""
     try:
         save()
     except OSError as exc:
-        print(f"error: cannot save {what} into {compiled}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot save {what} into {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(line)
     return 0
@@ -415,4 +494,14 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _one_line_warning  # a user sees one line per warning, not a source line
     args = _parser().parse_args(argv)
+    if args.state is not None:
+        # lazy on purpose, as in _ask: the flags' checks load nothing heavy
+        from program.app.flags import SetupError, check_state
+
+        try:
+            check_state(args.state)
+        except SetupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        os.environ["CRAG_STATE_DIR"] = str(Path(args.state).absolute())  # read by program.paths.state_root
     return {"ask": _ask, "serve": _serve, "index": _index}[args.command](args)

@@ -26,8 +26,8 @@ from pathlib import Path
 import dspy
 
 from program.app.refinement import REFINEMENT_FILE, refines_passages
-from program.judges.adapted import adapted_dir
-from program.judges.operating_point import OPERATING_POINT_FILE
+from program.judges.adapted import adapted_state
+from program.judges.operating_point import read_operating_point
 from program.judges.judgments import PASSAGE
 from program.paths import COMPILED_DIR as PATHS_COMPILED_DIR
 from program.stages.draft import ConfidenceModel
@@ -298,18 +298,29 @@ def read_confidence_file(path: str | Path) -> tuple[ConfidenceModel, float]:
     return model, float(accept)
 
 
+def _adapted_point(directory: str | Path, knowledge_base) -> tuple[dict | None, str]:
+    """The operating point kept with ``knowledge_base`` for this compile (``index``,
+    ``optimize.operating_point``), or None; and where it is kept.
+
+    Raises:
+        CompiledError: it is unreadable (one line naming where)."""
+    state = adapted_state(directory, knowledge_base)
+    try:
+        return read_operating_point(state), getattr(state, "where", "")
+    except (ValueError, OSError) as exc:
+        raise CompiledError(str(exc)) from None
+
+
 def operating_point_source(directory: str | Path, knowledge_base) -> str:
     """Where ``knowledge_base``'s operating point comes from, for ``ask`` to say: ``"labels
-    FILE (N rows), adapted/<key>/operating_point.json"``, ``"written questions, ..."``, or
+    FILE (N rows), <state>/operating_point.json"``, ``"written questions, ..."``, or
     ``"the compile's confidence.json"`` (``"the default"`` without one)."""
-    where = adapted_dir(directory, knowledge_base)
-    point = where / OPERATING_POINT_FILE if where is not None else None
-    if point is not None and point.exists():
-        try:
-            source = _read_json(point).get("source", "written questions")
-        except CompiledError:
-            source = "unreadable"
-        return f"{source}, {point.relative_to(Path(directory)).as_posix()}"
+    try:
+        point, where = _adapted_point(directory, knowledge_base)
+    except CompiledError:
+        point, where = {"source": "unreadable"}, ""
+    if point is not None:
+        return f"{point.get('source', 'written questions')}, {where}/operating_point.json"
     return f"the compile's {CONFIDENCE_FILE}" if (Path(directory) / CONFIDENCE_FILE).exists() else "the default"
 
 
@@ -318,7 +329,7 @@ def load_confidence(directory: str | Path, knowledge_base) -> tuple[ConfidenceMo
 
     ``<directory>/confidence.json`` (written by ``python -m optimize.train_confidence``) holds the
     model's weights and its default ``accept``; the operating point ``program index`` set for
-    this knowledge base (``<directory>/adapted/<corpus_key>/operating_point.json``) wins over it.
+    this knowledge base (``operating_point.json`` kept with it, ``adapted_state``) wins over it.
     Without the file: the default weights and ``DEFAULT_ACCEPT``.
 
     Raises:
@@ -326,10 +337,9 @@ def load_confidence(directory: str | Path, knowledge_base) -> tuple[ConfidenceMo
     """
     path = Path(directory) / CONFIDENCE_FILE
     model, accept = read_confidence_file(path) if path.exists() else (ConfidenceModel(), DEFAULT_ACCEPT)
-    where = adapted_dir(directory, knowledge_base)
-    point = where / OPERATING_POINT_FILE if where is not None else None
-    if point is not None and point.exists():
-        path, accept = point, _read_json(point).get("accept", accept)
+    point, where = _adapted_point(directory, knowledge_base)
+    if point is not None:
+        path, accept = f"{where}/operating_point.json", point.get("accept", accept)
     if not isinstance(accept, (int, float)) or not 0.0 <= float(accept) <= 1.0:
         raise CompiledError(f"{path}: 'accept' must be a number in [0, 1], got {accept!r}")
     return model, float(accept)

@@ -20,7 +20,7 @@ from program.app.compiled import (COMPILED_DIR, STATE_FILE, CompiledError, check
                                   has_compiled, load_confidence, load_state, operating_point_source, read_manifest,
                                   read_state, refinement_for)
 from program.judges import JUDGES_FILE, load_judges
-from program.judges.adapted import adapted_dir, load_adapted
+from program.judges.adapted import adapted_state, load_adapted
 from program.judges.store import JudgeSet
 from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
@@ -67,7 +67,7 @@ def _judges_for(directory: Path, knowledge_base, embedder) -> tuple[JudgeSet | N
                       "--only judges)",
                       stacklevel=3)
         return None, "none: the LM judges"
-    where = f"adapted ({adapted_dir(directory, knowledge_base).relative_to(directory).as_posix()})" if adapted \
+    where = f"adapted ({adapted_state(directory, knowledge_base).where})" if adapted \
         else f"the compile's {JUDGES_FILE}"
     return judges.for_knowledge_base(knowledge_base, embedder), where
 
@@ -77,7 +77,7 @@ def _state_with_demo(directory: Path, knowledge_base) -> tuple[dict, str]:
     own documents in place of the compiled demos it does not hold (``with_reader_demo``)."""
     state = read_state(directory)
     try:
-        demo = load_reader_demo(adapted_dir(directory, knowledge_base))
+        demo = load_reader_demo(adapted_state(directory, knowledge_base))
     except ValueError as exc:
         raise CompiledError(str(exc)) from None
     if demo is None:
@@ -102,8 +102,9 @@ def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="defa
             compiled state does not hold (``decide_retrieval``'s, in a state compiled before the
             decider was) keeps its uncompiled instructions.
 
-    Judges adapted to ``knowledge_base`` from its own documents (``<directory>/adapted/<key>/``,
-    made by ``python -m program index`` or ``python -m optimize.compile --kb``) replace the
+    Judges adapted to ``knowledge_base`` from its own documents (kept with it,
+    ``program.judges.adapted.adapted_state``, by ``python -m program index`` or
+    ``python -m optimize.compile --kb``) replace the
     compile's own, with the reader demo written from those documents; without any judges every
     judgment but the passage score is asked of the LM, with a warning. The evaluator's
     thresholds are those of the scorer that grades this knowledge base's passages

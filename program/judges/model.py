@@ -80,12 +80,19 @@ class LinearJudge:
         mean, scale = dense.mean(axis=0), dense.std(axis=0)
         scale[scale == 0] = 1.0
         x = sparse.csr_matrix((dense - mean) / scale)
+        n = len(feature_names)
+        used = np.arange(n)
         if cues is not None:
-            x = sparse.hstack([x, cue_weight * _hasher().transform(cues)]).tocsr()
+            hashed = (cue_weight * _hasher().transform(cues)).tocsc()
+            # only the hashed columns some row has: an all-zero column's L2-regularised weight is 0 at
+            # every step of the solver, and L-BFGS over 2^18 of them took 90 % of a fit's time
+            present = np.flatnonzero(np.diff(hashed.indptr))
+            x = sparse.hstack([x, hashed[:, present]]).tocsr()
+            used = np.concatenate([used, n + present])
         model = LogisticRegression(C=c, max_iter=2000, random_state=seed)
         model.fit(x, labels, sample_weight=sample_weight)
-        weights = model.coef_[0]
-        n = len(feature_names)
+        weights = np.zeros(n + (HASH_FEATURES if cues is not None else 0))
+        weights[used] = model.coef_[0]
         cue_coef = {int(i): round(float(weights[n + i]), 5) for i in np.flatnonzero(np.abs(weights[n:]) > 1e-4)}
         return cls(name, list(feature_names), mean.round(6).tolist(), scale.round(6).tolist(),
                    weights[:n].round(6).tolist(), round(float(model.intercept_[0]), 6), cue_coef, cue_weight)

@@ -11,8 +11,9 @@ one for a target coverage, Kamath et al. 2020):
 - *look-alikes*: the same questions with a number changed or a name swapped for one the
   documents do not hold; the share of them declined at ``accept`` is reported beside it.
 
-Saved as ``<compiled>/adapted/<corpus key>/operating_point.json``, which ``load_compiled``
-reads for that knowledge base (``program.app.compiled.load_confidence``).
+Saved as ``operating_point.json`` in the knowledge base's state
+(``program.judges.adapted.adapted_state``), which ``load_compiled`` reads for that knowledge base
+(``program.app.compiled.load_confidence``).
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ import re
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
-
 import numpy as np
 from tqdm import tqdm
 
-from program.atomic import write_atomic
+from program.state import as_state
 from program.types import Trace
 
 OPERATING_POINT_FILE = "operating_point.json"
@@ -130,9 +129,28 @@ def set_operating_point(crag, questions: list[str], decline: float = DEFAULT_DEC
     return OperatingPoint(accept, decline, len(own), len(others), round(declined, 4))
 
 
-def save_operating_point(point: OperatingPoint, directory: str | Path) -> Path:
-    """Write ``point`` as ``directory/operating_point.json`` (atomically); its path."""
-    path = Path(directory) / OPERATING_POINT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(asdict(point), indent=2) + "\n")
-    return path
+def save_operating_point(point: OperatingPoint, where) -> str:
+    """Write ``point`` as ``operating_point.json`` into ``where`` (a knowledge base's state, or a
+    folder), all or nothing; where it went. Raises ``OSError``."""
+    state = as_state(where)
+    state.write(OPERATING_POINT_FILE, json.dumps(asdict(point), indent=2) + "\n")
+    return f"{state.where}/{OPERATING_POINT_FILE}"
+
+
+def read_operating_point(where) -> dict | None:
+    """The operating point saved in ``where`` (a knowledge base's state, a folder, or None), as a
+    dict (``accept``, ``source``, ...), or None when there is none.
+
+    Raises:
+        ValueError: it is not a JSON object (the message names where it is)."""
+    state = as_state(where)
+    data = state.read(OPERATING_POINT_FILE) if state is not None else None
+    if data is None:
+        return None
+    try:
+        point = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{state.where}/{OPERATING_POINT_FILE} is not valid JSON: {exc}") from None
+    if not isinstance(point, dict):
+        raise ValueError(f"{state.where}/{OPERATING_POINT_FILE} must hold a JSON object")
+    return point

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from psycopg import sql
 
-from program.retrieval.base import IndexNotFoundError
+from program.retrieval.base import IndexNotFoundError, KnowledgeBaseError
 from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode
@@ -25,6 +25,7 @@ from program.retrieval.postgres import hybrid, postings, schema
 from program.retrieval.postgres.connection import Database
 from program.retrieval.postgres.ingest import index_corpus
 from program.retrieval.postgres.schema import check_meta
+from program.retrieval.postgres.state import DatabaseState
 from program.retrieval.postgres.url import DatabaseURL
 from program.types import Passage
 
@@ -46,9 +47,10 @@ class PgVectorKnowledgeBase:
         embedder: embeds queries; its model and dimensions match the table's.
     """
 
-    def __init__(self, db: Database, embedder, ef_search: int):
+    def __init__(self, db: Database, embedder, ef_search: int, build_id: str = ""):
         self.url, self._db, self.embedder, self.ef_search = db.url, db, embedder, ef_search
         self._names = schema.names(db.url.table)
+        self._build_id = build_id
 
     # ------------------------------------------------------------------ open / build
     @classmethod
@@ -92,7 +94,7 @@ class PgVectorKnowledgeBase:
         except BaseException:
             db.close()
             raise
-        return cls(db, emb, int(meta["index"]["ef_search"]))
+        return cls(db, emb, int(meta["index"]["ef_search"]), _generation(meta))
 
     @classmethod
     def build(cls, source_path: str | Path, url: str, embedder=None, *, target_tokens: int = 200,
@@ -144,6 +146,25 @@ class PgVectorKnowledgeBase:
 
     def __repr__(self) -> str:
         return f"PgVectorKnowledgeBase({str(self.url)!r})"
+
+    # ------------------------------------------------------------------ what follows the knowledge base
+    def state(self, namespace: str) -> DatabaseState:
+        """What is learned about this knowledge base for ``namespace`` (a compile), in its database
+        (``T_state``, :mod:`program.retrieval.postgres.state`): every app server over it shares it."""
+        return DatabaseState(self._db, namespace)
+
+    @property
+    def build_id(self) -> str:
+        """The generation this object was opened at (``updated`` time and counter)."""
+        return self._build_id
+
+    def saved_build(self) -> str | None:
+        """The generation live in the database now (an index run publishes a new one), or None
+        when the server cannot be reached."""
+        try:
+            return _generation(self._db.run(lambda c: schema.read_meta(c, self.url.table), what="read generation"))
+        except KnowledgeBaseError:
+            return None
 
     @property
     def manifest(self) -> dict:
@@ -286,3 +307,8 @@ class PgVectorKnowledgeBase:
             "SELECT term FROM {t} ORDER BY embedding <=> %s, position LIMIT %s").format(t=self._names["terms"]),
             [vector, n]).fetchall(), what="candidate terms")
         return [r[0] for r in rows]
+
+
+def _generation(meta: dict) -> str:
+    """A pgvector knowledge base's build identity: its generation counter and when it moved."""
+    return f"{meta.get('generation', 0)}@{meta.get('updated') or meta.get('created')}"
