@@ -167,7 +167,10 @@ def test_an_oversized_or_malformed_body_is_refused(service):
 def test_healthz_names_the_lm_knowledge_base_compile_and_queue(service):
     health = httpx.get(f"{service.base}/healthz").json()
     assert health["status"] == "ready" and health["lm"] == "openai/fake" and health["embedded_lm"] is False
-    assert health["knowledge_base"] == {"name": "docs", "model": "docs", "chunks": 2}  # the folder's name, not its path
+    built = health["knowledge_base"].pop("built")
+    assert built.endswith("+00:00") and built[:4].isdigit()  # when the build serving was made, UTC
+    # the folder's name, not its path; its chunks and documents; no new build switched to since start
+    assert health["knowledge_base"] == {"name": "docs", "model": "docs", "chunks": 2, "documents": 2, "reloads": 0}
     assert health["compiled"] is None and health["web"] == "none"
     assert health["queue"] == {"running": 0, "waiting": 0, "concurrency": 8, "max_queue": 64}
     assert health["judges"] == {"judgments": {"passage": "similarity", "strip": "lm", "support": "lm",

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from program.app.service import chat
 from program.app.service.access import Access, AccessControl
 from program.app.service.limits import DEFAULT_READ_TIMEOUT, BodyLimits, error_response, install_error_handlers
-from program.app.service.models import AskRequest, ErrorBody, Health, QueueHealth, for_server
+from program.app.service.models import AskRequest, ErrorBody, Health, PublicHealth, QueueHealth, for_server
 from program.app.service.public import public
 from program.app.service.runner import Options, QuestionRunner, ServiceError
 from program.app.service.streaming import step_events
@@ -108,15 +108,17 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
     gave it and as ``/v1/models`` lists it -> the runner of its program; the first is the default);
     ``infos`` what ``/healthz`` reports of each loaded program (``lm``, ``embedded_lm``,
     ``knowledge_base``, ``compiled``, ``web``, ``thresholds``, ``judges``: names, never paths or
-    addresses); ``read_timeout`` bounds a request body's arrival (408); ``access`` the key and hosts
-    (``program.app.service.access``; default: no key, any host)."""
+    addresses; without the key, on a server that has one, only ``status``); ``read_timeout`` bounds a
+    request body's arrival (408); ``access`` the key and hosts (``program.app.service.access``;
+    default: no key, any host)."""
     app = FastAPI(title="CRAG with Self-RAG checks",
                   description="Corrective RAG as a compiled DSPy program: ask, watch each step, read why it answered.",
                   version="0.1.0")
-    infos = dict(infos or {})
+    infos = infos if infos is not None else {}  # the same dict: a reload updates it in place
     app.state.runners, app.state.infos = runners, infos
     app.add_middleware(BodyLimits, read_timeout=read_timeout)
-    app.add_middleware(AccessControl, access=access or Access())  # added last: runs first
+    access = access or Access()
+    app.add_middleware(AccessControl, access=access)  # added last: runs first
     install_error_handlers(app)
     Asked = Annotated[tuple[AskRequest, QuestionRunner], Depends(_admission(runners))]
 
@@ -145,11 +147,7 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
             yield event
 
     _add_chat_routes(app, runners, int(time.time()))
-
-    @app.api_route("/healthz", methods=["GET", "HEAD"], response_model=Health,
-                   summary="Ready or busy, what is loaded (by name), the queue")
-    async def healthz() -> Health:
-        return _health(runners, infos)
+    _add_health_routes(app, runners, infos, access)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -157,6 +155,25 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
 
     app.mount("/page", StaticFiles(directory=PAGE_DIR), name="page")
     return app
+
+
+def _add_health_routes(app: FastAPI, runners: dict[str, QuestionRunner], infos: dict[str, dict],
+                       access: Access) -> None:
+    """``GET`` and ``HEAD /healthz`` over ``runners`` and what ``infos`` says of their programs (a
+    reload updates ``infos`` in place)."""
+
+    async def healthz(request: Request) -> Health | PublicHealth:
+        """Ready or busy; with the key (or on a server without one) also what is loaded, by name,
+        and the queue. Without the key a load balancer learns ``status`` and nothing else."""
+        health = _health(runners, infos)
+        if not access.key_matches(request.headers.get("authorization", "")):
+            return PublicHealth(status=health.status)
+        return health
+
+    # one route per method: one route for both gives both one operation id (FastAPI's "Duplicate Operation ID")
+    for route in (app.get, app.head):
+        route("/healthz", response_model=Health | PublicHealth,
+              summary="Ready or busy; with the key what is loaded (by name) and the queue")(healthz)
 
 
 def _health(runners: dict[str, QuestionRunner], infos: dict[str, dict]) -> Health:

@@ -18,6 +18,7 @@ from program.app.flags import SetupError, check_serve_flags, serve_key
 from program.app.service.access import Access
 from program.app.service.app import create_app
 from program.app.service.protocol import guarded_protocol
+from program.app.service.reload import Reloader, Watched
 from program.app.service.runner import QuestionRunner
 from program.app.startup import build_program_from_flags, check_setup, report_left_out
 from program.app.tracing import JsonlTrace
@@ -93,20 +94,24 @@ def served_knowledge_bases(args) -> list[tuple[str, argparse.Namespace]]:
     order; a PATH without NAME is named by ``model_id``. The flags are ``args`` with ``kb`` one PATH.
 
     Raises:
-        SetupError: a name that is not letters, digits, ``.``, ``_`` and ``-``, or one given twice."""
+        SetupError: a name that is not letters, digits, ``.``, ``_`` and ``-``, or one given twice; an
+            empty PATH (``--kb ""``, ``--kb NAME=``) or an empty ``CRAG_KB``."""
     given = args.kb if isinstance(args.kb, list) else [args.kb]
     served: list[tuple[str, argparse.Namespace]] = []
     for value in given:
         name, sep, path = (value or "").partition("=")
         if not sep or "/" in name or ":" in name:  # a path's or a URL's own '=' (?table=...) names nothing
             name, path = "", value
-        name = name or model_id(resources.kb_location(path or None))
+        elif not path:
+            raise SetupError(f"--kb {value}: the path after '=' is empty; give NAME=PATH, PATH a corpus file or "
+                             "folder or a postgresql:// URL")
+        name = name or model_id(resources.kb_location(path))
         if not NAME.fullmatch(name):
             raise SetupError(f"--kb {value}: a name is letters, digits, '.', '_' and '-' (at most 64), "
                              f"got {name!r}")
         if name in dict(served):
             raise SetupError(f"--kb {value}: the name {name!r} is given twice")
-        served.append((name, argparse.Namespace(**{**vars(args), "kb": path or None})))
+        served.append((name, argparse.Namespace(**{**vars(args), "kb": path})))
     return served
 
 
@@ -120,11 +125,15 @@ def serve(args) -> int:
     check_serve_flags(args)
     served = [(name, flags, check_setup(flags)) for name, flags in served_knowledge_bases(args)]
     sock = listen(args.host, args.port)
+    reloader = None
     try:
-        limiter, runners, infos = None, {}, {}
+        limiter, runners, infos, watched = None, {}, {}, []
         for name, flags, config in served:
-            runners[name], infos[name] = _load(flags, config, name, limiter)
+            runners[name], describe = _load(flags, config, name, limiter)
+            infos[name] = describe(runners[name].program)
+            watched.append(Watched(name, runners[name], flags, config, describe, infos))
             limiter = runners[name].limiter  # the LM's slots are one, whichever knowledge base asks
+        reloader = Reloader(watched, args.reload_interval).start()
         hosts = args.allowed_hosts or os.environ.get("CRAG_ALLOWED_HOSTS")
         access = Access.for_server(args.host, serve_key(args), hosts)
         app = create_app(runners, infos, read_timeout=args.read_timeout, access=access)
@@ -134,13 +143,15 @@ def serve(args) -> int:
         uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5,
                                       http=guarded_protocol(args.read_timeout))).run(sockets=[sock])
     finally:
+        if reloader is not None:
+            reloader.stop()
         sock.close()
     return 0
 
 
-def _load(args, config, name: str, limiter=None) -> tuple[QuestionRunner, dict]:
+def _load(args, config, name: str, limiter=None):
     """The runner on the loaded program of the knowledge base ``name`` (sharing ``limiter``), and
-    what ``/healthz`` says of it (names, no paths)."""
+    ``describe(program) -> dict``: what ``/healthz`` says of a program of it (names, no paths)."""
     program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it off
     location = resources.kb_location(args.kb)
     report_left_out(location, getattr(program, "knowledge_base", None))
@@ -152,11 +163,17 @@ def _load(args, config, name: str, limiter=None) -> tuple[QuestionRunner, dict]:
     runner = QuestionRunner(program, lm, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,
                             sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [], limiter=limiter)
-    kb = program.knowledge_base
-    kb.search("warm up", 1)  # load the embedder now, not in the first question
-    info = {"lm": model_name(lm), "embedded_lm": embedded,
-            "knowledge_base": {"name": _kb_name(location), "model": name, "chunks": len(kb)},
-            "compiled": _compiled_info(args), "web": runner.web,
-            "thresholds": {"lower": program.settings.lower, "upper": program.settings.upper},
-            "judges": program.judges_report() if hasattr(program, "judges_report") else {}}
-    return runner, info
+    program.knowledge_base.search("warm up", 1)  # load the embedder now, not in the first question
+
+    def describe(program) -> dict:
+        kb = program.knowledge_base
+        manifest = kb.manifest or {}
+        return {"lm": model_name(lm), "embedded_lm": embedded,
+                "knowledge_base": {"name": _kb_name(location), "model": name, "chunks": len(kb),
+                                   "documents": manifest.get("documents"),
+                                   "built": manifest.get("updated") or manifest.get("created"), "reloads": 0},
+                "compiled": _compiled_info(args), "web": runner.web,
+                "thresholds": {"lower": program.settings.lower, "upper": program.settings.upper},
+                "judges": program.judges_report() if hasattr(program, "judges_report") else {}}
+
+    return runner, describe
