@@ -251,6 +251,32 @@ def test_a_name_the_knowledge_base_never_writes_is_looked_up_on_the_web(fake_lm)
     assert result.citations[0].url == WEB_PAGE[0]  # the web page writes "Acme": it holds up
 
 
+FEE = "The monthly plan fee is 5 dollars. It is billed on the first day of each month."
+
+
+@pytest.mark.parametrize("question, condition", [
+    ("What will the monthly plan fee be in 2075?", "2075"),
+    ("What will the monthly plan fee be several decades from now?", "several decades from now"),
+    ("How much will the monthly plan fee be in 40 years?", "40 years from now")])
+def test_a_time_the_documents_do_not_cover_is_declined_not_answered_as_today(question, condition, fake_lm):
+    """Outside tester: a fee decades from now got today's fee, action correct, no hedge. The time
+    a question is set at is a premise, as a name is: documents that never write it do not answer."""
+    import signatures
+
+    fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "The monthly plan fee is 5 dollars [1]."}
+    result = CRAG(MentioningKnowledgeBase([FEE, OFF_TOPIC]), web=None, accept=0.0)(question=question)
+    assert result.draft == "The monthly plan fee is 5 dollars [1]."
+    assert result.draft_checks["unmentioned"] == (condition,)
+    assert result.fallback and result.answer == FALLBACK_ANSWER and result.confidence == 0.0
+    assert result.declined_because == f"the knowledge base never mentions {condition!r}"
+    # the same question about today, or about a time the documents write, is answered
+    for asked in ("What is the monthly plan fee?", "What was the monthly plan fee in 2075?"):
+        text = FEE + (" From 2075 the fee is 9 dollars." if "2075" in asked else "")
+        fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "The monthly plan fee is 5 dollars [1]."}
+        answered = CRAG(MentioningKnowledgeBase([text, OFF_TOPIC]), web=None, accept=0.0)(question=asked)
+        assert not answered.fallback and answered.draft_checks["unmentioned"] == ()
+
+
 def test_a_knowledge_base_that_names_what_is_asked_is_not_gated(fake_lm):
     result = CRAG(MentioningKnowledgeBase([FOUNDING, OFF_TOPIC]), web=None)(question=Q)
     assert result.action is Action.CORRECT and result.draft_checks["unmentioned"] == ()

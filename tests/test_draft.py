@@ -131,3 +131,18 @@ def test_numbers_the_passages_never_write_are_not_grounded():
     assert check_draft("Where do I order cards?", "The print shop [1].", [cards], {}, 0.9).numbers_grounded == 1.0
     both = check_draft("How long?", "Between 3 and 7 days [1].", [cards], {}, 0.9)
     assert both.numbers_grounded == 0.5
+
+
+@pytest.mark.parametrize("question, times", [
+    ("What will the monthly fee be in 2075?", {"2075"}),
+    ("What was the fee in March 2031?", {"2031"}),
+    ("What will it cost several decades from now?", {"several decades from now"}),
+    ("What is the fee in 40 years?", {"40 years from now"}),
+    ("Can I set the memory limit to 2048 MiB?", set()),  # a user's own value, not a year
+    ("The pod sets runAsUser: 1000 but the container sets runAsUser: 2000", set()),
+    ("Is API version 2024-03-01 the same thing as the v2 API?", set()),  # a version's date is a name
+    ("How many days do I have to dispute a charge?", set())])
+def test_the_time_a_question_is_set_at_is_one_of_its_premises(question, times):
+    from program.stages.draft import asked_times
+
+    assert asked_times(question) == times

@@ -25,7 +25,7 @@ from program.lm.configure import CRITIQUE_CONFIG
 from program.retrieval.fusion import fuse_passages
 from program.stages.attribution import Attribution, Attributor
 from program.stages.decision import Decider, Decision, unmentioned_reason
-from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, check_draft
+from program.stages.draft import ConfidenceModel, Draft, DraftEvidence, asked_names, asked_times, check_draft
 from program.stages.evaluator import RetrievalEvaluator
 from program.stages.followup import FollowUp
 from program.stages.generation import AnswerGenerator
@@ -297,12 +297,13 @@ class CRAG(dspy.Module):
         return decision
 
     def _unknown_names(self, question: str, trace: Trace) -> set[str]:
-        """The question's names (``asked_names``) that the knowledge base never writes."""
-        asked = asked_names(question)
+        """The question's names (``asked_names``) and years that the knowledge base never writes,
+        and its spans into the future (``asked_times``: the passages may still write them)."""
+        asked = asked_names(question) | asked_times(question)
         mentions = getattr(self.knowledge_base, "mentions", None)  # a bare search-only object mentions all
         if not asked or mentions is None:
             return set()
-        unknown = asked - set(mentions(asked))
+        unknown = asked - set(mentions({a for a in asked if " " not in a}))
         if unknown:
             trace.note(unmentioned_reason(sorted(unknown)))
         return unknown

@@ -16,7 +16,10 @@ in [0, 1], no LM call beyond the generation that wrote it):
 - ``abstained``: the draft says the passages do not answer;
 - ``unmentioned``: the question's names that neither the knowledge base nor the draft's
   passages ever write (``asked_names``): the documents cannot say what they never name, so
-  such a draft never holds up, however confident (not a feature: a gate).
+  such a draft never holds up, however confident (not a feature: a gate). The same holds for
+  the time a question is conditioned on (``asked_times``): a year the documents never write,
+  or a span into the future ("40 years from now") no passage writes, is a premise they do not
+  cover: what they say of today is not an answer about then.
 
 ``confidence`` combines them by logistic regression (``ConfidenceModel``); an abstaining draft
 has confidence 0. Selective question answering scores an answer's correctness the same way
@@ -114,6 +117,41 @@ def asked_names(question: str) -> set[str]:
             if not any(ch.isdigit() for ch in t) and "'" not in t and "’" not in t}
 
 
+# a year as a question sets a time by it ("in 2075", "by March 2031", "the 2030 fee"): after a
+# preposition, a month or "the", so that a user's own value ("2048 MiB", "runAsUser: 2000") is not one
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_YEAR = re.compile(rf"\b(?:in|by|from|until|till|through|since|before|after|during|for|of|the|year|{_MONTHS})\s+"
+                   r"(19\d\d|20\d\d|21\d\d)\b(?![.-]\d)", re.I)
+_COUNT = (r"\d+|a few|a couple of|several|many|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|"
+          r"thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred")
+_UNIT = r"years?|decades?|centur(?:y|ies)"
+_FUTURE = re.compile(rf"\b(?:({_COUNT})\s+({_UNIT})\s+(?:from now|ahead|hence|in the future|later)|"
+                     rf"in\s+({_COUNT})\s+({_UNIT})(?:'?\s*time)?)\b", re.I)
+
+
+def asked_times(question: str) -> set[str]:
+    """The times a question is conditioned on: its years (``"2075"``) and its spans into the
+    future (``"40 years from now"``, from "in 40 years" too), lower-cased.
+
+    ``"What will the monthly fee be in 2075?"`` -> ``{"2075"}``; ``"What will it cost several
+    decades from now?"`` -> ``{"several decades from now"}``; a date inside a version
+    (``2024-03-01``) is a name, not a year: ``asked_names`` keeps it whole."""
+    found = {y for y in _YEAR.findall(question)}
+    for m in _FUTURE.finditer(question):
+        count, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        found.add(f"{count.lower()} {unit.lower()} from now")
+    return found
+
+
+def written(terms, texts: list[str]) -> set[str]:
+    """The ``terms`` (names, years, spans of ``asked_times``) that ``texts`` write: a word in either
+    number (``program.retrieval.mentions``), a span as its count and unit ("40 years")."""
+    words_there = word_set(texts)
+    joined = " ".join(" ".join(texts).lower().split())
+    return {t for t in terms if (" " not in t and mentioned_in(words_there, [t]))
+            or (" " in t and t.removesuffix(" from now") in joined)}
+
+
 def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[str, float],
                 token_probability: float | None = None,
                 unknown: set[str] | frozenset[str] = frozenset()) -> DraftEvidence:
@@ -153,8 +191,7 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         cited=1.0 if cited else 0.0,
         numbers_grounded=numbers_grounded(question, strip_citations(answer), strips),
         # a strip's title counts: a web page's sentences rarely repeat the name the page is about
-        unmentioned=tuple(sorted(set(unknown) - mentioned_in(word_set(f"{s.title or ''} {s.text}" for s in strips),
-                                                           unknown))),
+        unmentioned=tuple(sorted(set(unknown) - written(unknown, [f"{s.title or ''} {s.text}" for s in strips]))),
     )
 
 
