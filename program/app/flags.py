@@ -264,3 +264,17 @@ def check_index_flags(args) -> None:
         raise SetupError(f"--out {args.out}: is a file, not a folder")
     if args.compiled and not all((Path(args.compiled) / name).is_file() for name in COMPILED_FILES):
         raise SetupError(f"--compiled {args.compiled}: no compiled program there")
+
+
+def use_embedder(args) -> None:
+    """Make ``--embedder`` the knowledge bases' embedder for this process
+    (``program.retrieval.embedder_choice.configure_embedder``); without it ``CRAG_EMBEDDER`` decides,
+    else the in-process all-MiniLM-L6-v2. Nothing is contacted. Raises ``SetupError`` (checked
+    already by ``check_embedder``)."""
+    # lazy on purpose: the retrieval package loads after the flags' checks, and only for a command that needs it
+    from program.retrieval.embedder_choice import configure_embedder
+
+    try:
+        configure_embedder(args.embedder)
+    except ValueError as exc:
+        raise SetupError(f"--embedder {exc}" if str(exc).startswith("must be") else str(exc)) from None

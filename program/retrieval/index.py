@@ -58,7 +58,8 @@ from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.feedback import FEEDBACK_CHUNKS, feedback_terms
 from program.retrieval.lexical import LexicalIndex, tokens
 from program.retrieval.mentions import mentioned_in, word_set
-from program.retrieval.vocabulary import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
+from program.retrieval.vocabulary import Vocabulary, build_vocabulary
+from program.retrieval.vocabulary_files import load_vocabulary, save_vocabulary
 from program.state import FolderState
 from program.types import Passage
 

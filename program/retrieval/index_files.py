@@ -26,7 +26,8 @@ import faiss
 from program.retrieval.base import KnowledgeBaseError
 from program.retrieval.chunking import Chunk
 from program.retrieval.lexical import LexicalIndex
-from program.retrieval.vocabulary import Vocabulary, save_vocabulary
+from program.retrieval.vocabulary import Vocabulary
+from program.retrieval.vocabulary_files import save_vocabulary
 
 log = logging.getLogger(__name__)
 
