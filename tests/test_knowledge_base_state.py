@@ -81,3 +81,36 @@ def test_a_postgres_knowledge_base_keeps_its_state_in_its_database_for_every_app
         assert json.loads(state.read("operating_point.json"))["accept"] == 0.41
         # another compile's namespace holds nothing of it
         assert adapted_state(tmp_path / "another-compile", other_server).read("judges.json") is None
+
+
+@pytest.mark.slow  # a PostgreSQL server
+def test_serve_switches_to_a_postgres_knowledge_base_indexed_again_and_to_judges_adapted_again(tmp_path, pg_url,
+                                                                                              embedder, fake_lm):
+    """What ``serve``'s reloader does for a PostgreSQL knowledge base: its search already reads the
+    live rows; a new generation, or judges written into its state, builds the program again."""
+    from types import SimpleNamespace
+
+    from program.app.cli import _parser
+    from program.app.service.reload import Watched, reload_if_new, signature
+    from program.app.service.run import served_knowledge_bases
+    from program.app.startup import check_setup, program_for
+    from program.retrieval.postgres import PgVectorKnowledgeBase
+
+    corpus = write_corpus(tmp_path / "docs")
+    PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()
+    (_, flags), = served_knowledge_bases(_parser().parse_args(["serve", "--kb", pg_url, "--web", "none"]))
+    config = check_setup(flags)
+    with PgVectorKnowledgeBase.connect(pg_url, embedder) as kb:
+        runner = SimpleNamespace(program=program_for(flags, config, kb, decide_retrieval=True, quiet=True))
+        infos: dict = {}
+        describe = lambda p: {"knowledge_base": {"chunks": len(p.knowledge_base)}}  # noqa: E731
+        watched = Watched("docs", runner, flags, config, describe, infos, loaded=signature(kb, flags))
+        assert reload_if_new(watched) is False  # nothing moved
+        (corpus / "cats.md").write_text("# Cats\n\nCats sleep for most of the day.\n")
+        PgVectorKnowledgeBase.build(corpus, pg_url, embedder).close()  # another indexer: a new generation
+        old = runner.program
+        assert reload_if_new(watched) is True and runner.program is not old and watched.reloads == 1
+        assert infos["docs"]["knowledge_base"]["reloads"] == 1
+        write_judges(_adapted(kb), adapted_state(ROOT / "compiled", kb))  # judges adapted again elsewhere
+        assert reload_if_new(watched) is True and watched.reloads == 2
+        assert runner.program.judges_report()["adapted"] is True

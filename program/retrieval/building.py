@@ -100,7 +100,9 @@ def build_knowledge_base(cls, source_path, index_dir, embedder=None, *, target_t
     if changes.none:
         previous._embedder, previous.changes = emb, changes
         if IndexSpec.from_manifest(previous.manifest.get("index")) != spec:
-            return previous._reindex(spec)
+            reindexed = previous._reindex(spec)
+            reindexed.changes = changes
+            return reindexed
         log.info("reusing index %s (%d chunks)", index_dir, len(previous))
         return previous
     if changes.rebuild:
