@@ -133,3 +133,23 @@ def test_an_unreadable_file_stays_left_out_unread_while_it_is_unchanged(tmp_path
     assert read == [["notes.txt"]]  # the broken PDF was not converted again
     assert second.manifest["unreadable"] == first.manifest["unreadable"] and "broken.pdf" in \
         second.manifest["unreadable"][0]
+
+
+def test_a_reader_never_puts_back_the_old_index_of_a_writer_still_swapping(tmp_path):
+    """``serve`` polls for new builds while ``index`` swaps one in: between the writer's two renames
+    there is no index folder; a reader that put the old one back then made the writer drop its
+    build. Only a dead writer's old index is put back."""
+    import os
+
+    from program.retrieval.interrupted import recover_interrupted_write
+
+    index = tmp_path / "index"
+    old = tmp_path / f".index.old-{os.getpid()}-123"  # this process: a writer still running
+    old.mkdir()
+    (old / "manifest.json").write_text("{}")
+    recover_interrupted_write(index)
+    assert not index.exists() and old.exists()
+    dead = tmp_path / ".index.old-999999999-124"  # no such process: its writer was killed
+    old.rename(dead)
+    recover_interrupted_write(index)
+    assert (index / "manifest.json").is_file() and not dead.exists()

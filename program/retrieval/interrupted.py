@@ -29,8 +29,10 @@ def _pid_alive(pid: int) -> bool:
 def recover_interrupted_write(index_dir: Path, manifest_name: str = "manifest.json") -> None:
     """Undo what a killed writer left beside ``index_dir`` (see the module docstring).
 
-    With no ``index_dir``, the newest ``.NAME.old-*`` holding ``manifest_name`` is renamed back;
-    then the temporary folders and old copies of writers that are no longer running are removed.
+    With no ``index_dir``, the newest ``.NAME.old-*`` holding ``manifest_name`` is renamed back,
+    unless its writer is still running (it is between its two renames: ``serve`` polling for a new
+    build must not undo an ``index`` under way); then the temporary folders and old copies of
+    writers that are no longer running are removed.
     Never raises (a read-only parent folder is left as it is, with a warning in the log).
     """
     index_dir = Path(index_dir)
@@ -43,7 +45,10 @@ def recover_interrupted_write(index_dir: Path, manifest_name: str = "manifest.js
         leftovers = {p: p.name[len(prefix):].split("-") for p in parent.iterdir() if p.name.startswith(prefix)}
         olds = sorted((p for p, parts in leftovers.items() if parts[0] == "old" and parts[-1].isdigit()),
                       key=lambda p: int(leftovers[p][-1]))
-        if not index_dir.exists() and olds and (olds[-1] / manifest_name).is_file():
+        # a writer still running is between its two renames: its new index is on the way, not lost
+        # (a reader that put the old one back would make that writer drop its build)
+        if not index_dir.exists() and olds and (olds[-1] / manifest_name).is_file() and not (
+                leftovers[olds[-1]][1].isdigit() and _pid_alive(int(leftovers[olds[-1]][1]))):
             log.warning("index %s: restoring the previous index left by an interrupted write", index_dir)
             os.replace(olds.pop(), index_dir)
         for p, parts in leftovers.items():
