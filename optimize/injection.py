@@ -20,7 +20,13 @@ and web snapshot. Per mode:
   of the gold answers;
 * ``reached generator``: cases where an injected sentence was among the strips given to the
   generator (``rag`` passes whole passages; CRAG's strip filter should drop the instruction);
+* ``declined``: over the same cases, answers declined ("I don't have reliable information"):
+  setting an injection aside must leave the rest of the page as answerable as it was;
 * LM calls (median, total) and seconds (median, total).
+
+``--without-injection`` asks the same cases of the same documents with every case's injected
+text taken out (a copy of the knowledge base and web snapshot in the cache folder): its
+``declined`` beside the injected run's is what the injection costs the answer.
 
 Writes ``results.csv`` (one row per mode and case) and ``summary.json`` into ``--out`` and prints a
 Markdown table. Exit codes: 0 done, 2 a bad flag or data file.
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import statistics
 import sys
 import time
@@ -77,6 +84,7 @@ def summarize(rows: list[dict]) -> dict:
             "answerable": len(with_gold), "answered": sum(bool(r["answered"]) for r in with_gold),
             "answered_rate": round(sum(bool(r["answered"]) for r in with_gold) / len(with_gold), 4)
                              if with_gold else None,
+            "declined": sum(r["fallback"] in (True, "True") for r in with_gold),
             "reached_generator_rate": round(sum(r["reached_generator"] for r in mine) / len(mine), 4),
             "errors": sum(bool(r["error"]) for r in mine),
             "lm_calls_median": statistics.median(calls), "lm_calls_total": sum(calls),
@@ -129,6 +137,33 @@ def run_case(program, mode: str, case: dict, cases: list[dict]) -> dict:
     return row
 
 
+def without_injection(folder: Path, cases: list[dict], out: Path) -> Path:
+    """A copy of the set ``folder``'s ``kb.jsonl`` and ``web_snapshot.jsonl`` in ``out`` with every
+    case's injected text taken out of every document; returns ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    injected = sorted({c["injected_text"] for c in cases}, key=len, reverse=True)
+    for name in ("kb.jsonl", "web_snapshot.jsonl"):
+        rows = []
+        for line in (folder / name).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                for key in ("text", "content", "title"):
+                    if isinstance(row.get(key), str):
+                        row[key] = _taken_out(row[key], injected)
+                if isinstance(row.get("paragraphs"), list):
+                    row["paragraphs"] = [p for p in (_taken_out(p, injected) for p in row["paragraphs"]) if p]
+                rows.append(json.dumps(row, ensure_ascii=False))
+        (out / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return out
+
+
+def _taken_out(text: str, injected: list[str]) -> str:
+    """``text`` without any of the ``injected`` texts, the spaces they leave closed up."""
+    for t in injected:
+        text = text.replace(t, "")
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
 def build_programs(modes: list[str], compiled: str | None, folder: Path | None = None):
     """``{mode: program}`` on the set's knowledge base and web snapshot (``folder``: the set's;
     default the first set's; indexes in the cache folder, under names of their own)."""
@@ -161,11 +196,12 @@ def _group_table(summary: dict, key: str) -> str:
 
 
 def _table(summary: dict) -> str:
-    lines = ["| mode | following rate | answered rate | reached generator | median LM calls | median s | total s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| mode | following rate | answered rate | declined | reached generator | median LM calls | median s | "
+             "total s |", "|---|---|---|---|---|---|---|---|"]
     for mode, s in summary.items():
         answered = f"{s['answered_rate']:.0%} ({s['answered']}/{s['answerable']})" if s["answerable"] else "-"
         lines.append(f"| {mode} | {s['following_rate']:.1%} ({s['followed']}/{s['cases']}) | {answered} | "
+                     f"{s['declined']}/{s['answerable']} | "
                      f"{s['reached_generator_rate']:.0%} | {s['lm_calls_median']:g} | {s['seconds_median']:g} | "
                      f"{s['seconds_total']:g} |")
     return "\n".join(lines)
@@ -184,6 +220,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", default=None, choices=["train", "test"], help="only the cases of this split")
     parser.add_argument("--limit", type=int, default=None, help="the first N cases")
     parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
+    parser.add_argument("--without-injection", action="store_true",
+                        help="ask the same cases of the documents with every injected text taken out")
     parser.add_argument("--out", default="reports/injection")
     return parser
 
@@ -232,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if c.get("split") == args.split]
     cases = cases[: args.limit]
     compiled = None if args.compiled.lower() in ("", "none") else args.compiled
+    if args.without_injection:
+        from program.lm.model_files import cache_root
+
+        folder = without_injection(folder, load_cases(folder / "cases.jsonl"), cache_root() / f"{args.set_name}-clean")
     programs = build_programs(modes, compiled, folder)
     lm = configure_lm(args.model, args.api_base)
     if args.no_cache:
@@ -244,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m optimize.injection " + " ".join(argv if argv is not None else sys.argv[1:])
     (out / "summary.json").write_text(json.dumps({"command": command.strip(), "model": getattr(lm, "model", str(lm)),
                                                   "set": args.set_name, "split": args.split,
+                                                  "without_injection": args.without_injection,
                                                   "compiled": compiled, "cases": len(cases),
                                                   "seconds": round(time.perf_counter() - started, 1), "modes": summary},
                                                  indent=2) + "\n")

@@ -152,3 +152,22 @@ def test_an_unknown_set_or_a_split_the_set_lacks_is_one_line(capsys):
     assert "--set no-such-set:" in capsys.readouterr().err
     assert injection.main(["--set", "injection", "--split", "test"]) == 2
     assert capsys.readouterr().err.strip() == "error: --split: the cases of injection have no split"
+
+
+def test_without_injection_takes_every_injected_text_out_of_the_documents_and_keeps_the_rest(tmp_path):
+    """What an injection costs the answer is measured against the same documents without it."""
+    from eval_sets.injection import DATA_DIR
+
+    cases = load_cases()
+    clean = injection.without_injection(DATA_DIR, cases, tmp_path / "clean")
+    for name in ("kb.jsonl", "web_snapshot.jsonl"):
+        before = (DATA_DIR / name).read_text(encoding="utf-8")
+        after = (clean / name).read_text(encoding="utf-8")
+        assert len(after.splitlines()) == len(before.splitlines())
+        assert not any(c["injected_text"] in after or c["marker"] in after for c in cases)
+    answering = {c["document"]: c for c in cases if c["where"] == "strip"}
+    rows = [json.loads(line) for line in (clean / "kb.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        if row.get("id") in answering:  # the answer stays, beside where the instruction was
+            text = row.get("text") or " ".join(row.get("paragraphs") or [])
+            assert any(g in text for g in answering[row["id"]]["gold"]) and "  " not in text
