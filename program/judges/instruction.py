@@ -139,6 +139,9 @@ def embed(texts: list[str], embedder=None) -> np.ndarray:
     return np.asarray(embedder.encode(texts), dtype=float).reshape(len(texts), EMBEDDING_DIM)
 
 
+MEMO_SIZE = 20_000  # sentence scores kept by a judge between calls
+
+
 @dataclass
 class InstructionJudge:
     """Logistic regression: P(a sentence addresses the model or tries to change its task).
@@ -159,14 +162,16 @@ class InstructionJudge:
 
     def scores(self, sentences: list[str]) -> list[float]:
         """One probability in [0, 1] per sentence (empty list for none). Scores are kept per
-        sentence text (the last 20,000): CRAG sets aside before grading and the refiner checks
+        sentence text (up to ``MEMO_SIZE``): CRAG sets aside before grading and the refiner checks
         again, and the second pass should not embed the same sentences twice."""
         memo = self.__dict__.setdefault("_memo", {})
+        if len(memo) + len(sentences) > MEMO_SIZE:
+            # cleared before this call's sentences are looked up: cleared after, the ones it had
+            # already scored were gone (a KeyError once a long-running server had seen 20,000)
+            memo.clear()
         new = list(dict.fromkeys(s for s in sentences if s not in memo))
         if new:
             z = features(new, embedder=self.embedder) @ self.coef + self.intercept
-            if len(memo) + len(new) > 20_000:
-                memo.clear()
             memo.update(zip(new, (float(p) for p in 1.0 / (1.0 + np.exp(-z)))))
         return [memo[s] for s in sentences]
 

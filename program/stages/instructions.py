@@ -23,11 +23,12 @@ order number") costs that sentence, and the trace counts what was set aside.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 import dspy
 
-from program.judges.instruction import default_judge
+from program.judges.instruction import default_judge, normalise
 from program.text import sentence_spans
 from program.types import Passage
 
@@ -60,11 +61,65 @@ _QUOTE = re.compile(r"\s+(?=>\s*[A-Z])")
 
 
 def instruction_cue(sentence: str) -> str:
-    """The first cue of :data:`CUES` found in ``sentence`` (the matched words), or ``""``."""
-    for cue in CUES:
-        if found := cue.search(sentence):
-            return found.group(0)
+    """The first cue of :data:`CUES` found in ``sentence`` as written or as a reader sees it
+    (``program.judges.instruction.normalise``: look-alike letters, zero-width characters and
+    base64 undone), the matched words; or ``""``."""
+    for text in (sentence, normalise(sentence)[0]):
+        for cue in CUES:
+            if found := cue.search(text):
+                return found.group(0)
     return ""
+
+
+# The blocks an injection is planted as: a table, a fenced code block, a made-up dialogue (lines
+# each opening with a speaker's label: "User:", "Q:", "用户：", "Assistant :"). When one line of
+# such a block addresses the model, the block is its carrier: its other rows, lines and turns
+# ("| Mensal | 60 reais |", "用户：那别的问题呢？", "R: Il pittore ...") are the injection's too,
+# and left behind they mislead the reader as much as the line set aside would have.
+_TABLE_LINE = re.compile(r"^\s*\|")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SPEAKER = re.compile(r"^\s*(?:[>*-]\s*)?\[?[^\W\d_][\w .'-]{0,24}\]?\s?[:：]")
+
+
+def _blocks(lines: list[str]) -> list[int]:
+    """A block number per line: consecutive table lines share one, as do a fenced code block's
+    lines and a dialogue's turns (blank lines between turns included); -1 for other lines."""
+    out, block, fence = [-1] * len(lines), 0, False
+    kind = None
+    for i, line in enumerate(lines):
+        if fence or _FENCE.match(line):
+            if not fence:
+                block += 1
+            out[i] = block
+            fence = not fence if _FENCE.match(line) else fence
+            kind = None
+            continue
+        this = "table" if _TABLE_LINE.match(line) else "turn" if _SPEAKER.match(line) else None
+        if this is None and not line.strip() and kind == "turn":
+            continue  # a blank line between two turns of one dialogue
+        if this is not None and this != kind:
+            block += 1
+        kind = this
+        if this is not None:
+            out[i] = block
+    for i, line in enumerate(lines):  # a blank line belongs to a dialogue only between two of its turns
+        if out[i] == -1 and not line.strip() and 0 < i < len(lines) - 1:
+            before = next((out[j] for j in range(i - 1, -1, -1) if lines[j].strip()), -1)
+            after = next((out[j] for j in range(i + 1, len(lines)) if lines[j].strip()), -2)
+            out[i] = before if before == after and before != -1 else -1
+    return out
+
+
+def _script(text: str) -> str:
+    """The script most of ``text``'s letters are in: ``latin``, ``cyrillic``, ``greek``, ``cjk``, ``other``."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "").split(" ")[0]
+            script = {"LATIN": "latin", "CYRILLIC": "cyrillic", "GREEK": "greek", "CJK": "cjk", "HIRAGANA": "cjk",
+                      "KATAKANA": "cjk", "HANGUL": "cjk"}.get(name, "other")
+            counts[script] = counts.get(script, 0) + 1
+    return max(counts, key=counts.get) if counts else ""
 
 
 # An HTML comment is one unit, whatever its sentences and lines: no reader sees it. So is a
@@ -111,15 +166,17 @@ def _sentence_units(line: str) -> list[tuple[str, bool]]:
 def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, list[str]]:
     """``(passage without its sentences addressing the model, those sentences)``.
 
-    A sentence is set aside when a cue of :data:`CUES` matches it or when the trained
-    instruction judge (``program.judges.instruction``; ``judge``: an ``InstructionJudge``, None
-    for the cues alone, default: the committed one) scores it at or above its threshold.
-    Sentences are split as the refiner splits strips (``program.text.sentences``), line by
-    line; an HTML comment, a chat-template message and a lone template token are one unit
-    each. The rest of the passage keeps its order and line breaks, so the sentence that
-    answers beside an injection stays. The title is
-    judged too: a title that addresses the model is emptied. A passage with nothing to set
-    aside is returned as it is.
+    A sentence is set aside when a cue of :data:`CUES` matches it (as written, or as a reader sees
+    it) or when the trained instruction judge (``program.judges.instruction``; ``judge``: an
+    ``InstructionJudge``, None for the cues alone, default: the committed one) scores it at or
+    above its threshold. Sentences are split as the refiner splits strips
+    (``program.text.sentences``), line by line; an HTML comment, a chat-template message and a
+    lone template token are one unit each. What carries a sentence set aside goes with it: the
+    rest of its table, fenced code block or made-up dialogue (:func:`_blocks`), and the sentences
+    of its line written in another script than the passage ("Заранее спасибо!" after a Russian
+    instruction in an English page). The rest keeps its order and line breaks, so the sentence
+    that answers beside an injection stays. The title is judged too: a title that addresses the
+    model is emptied. A passage with nothing to set aside is returned as it is.
     """
     if judge is _DEFAULT:
         judge = default_judge()
@@ -127,13 +184,15 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
     title = getattr(passage, "title", "") or ""
     judged = [p for p, j in pieces if j] + ([title] if title else [])
     scores = judge.scores(judged) if judge is not None else [0.0] * len(judged)
-    flagged = {text for text, score in zip(judged, scores)
-               if instruction_cue(text) or (judge is not None and score >= judge.threshold)}
-    if not flagged:
+    flagged_texts = {text for text, score in zip(judged, scores)
+                     if instruction_cue(text) or (judge is not None and score >= judge.threshold)}
+    if not flagged_texts:
         return passage, []
+    flagged = _with_carriers(pieces, {i for i, (p, j) in enumerate(pieces) if j and p in flagged_texts},
+                             _script(passage.text))
     removed, out, skip_space = [], [], False
-    for piece, is_judged in pieces:
-        if is_judged and piece in flagged:
+    for i, (piece, is_judged) in enumerate(pieces):
+        if i in flagged:
             removed.append(piece)
             skip_space = True  # and the space after it
             continue
@@ -141,11 +200,33 @@ def set_aside_instructions(passage: Passage, judge=_DEFAULT) -> tuple[Passage, l
             continue  # the spaces after a sentence set aside
         out.append(piece)
         skip_space = False
-    changes = {"text": "".join(out).strip()}
-    if title in flagged:
+    # no space left at a line's end, no more than one blank line where a block was
+    changes = {"text": re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", "".join(out))).strip()}
+    if title in flagged_texts:
         changes["title"] = ""
         removed.append(title)
     return replace(passage, **changes), removed
+
+
+def _with_carriers(pieces: list[tuple[str, bool]], flagged: set[int], script: str) -> set[int]:
+    """``flagged`` (indexes of ``pieces``) with what carries them: the other judged pieces of their
+    block (``_blocks``) and, on their line, the pieces in another script than ``script``."""
+    lines, line_of, line = "".join(p for p, _ in pieces).split("\n"), [], 0
+    for piece, _ in pieces:
+        line_of.append(line)  # a comment over several lines: the line it starts on
+        line += piece.count("\n")
+    blocks = _blocks(lines)
+    carrying_blocks = {blocks[line_of[i]] for i in flagged} - {-1}
+    carrying_lines = {line_of[i] for i in flagged}
+    out = set(flagged)
+    for i, (piece, judged) in enumerate(pieces):
+        if not judged:
+            continue
+        if blocks[line_of[i]] in carrying_blocks:
+            out.add(i)
+        elif line_of[i] in carrying_lines and script and _script(piece) not in ("", script):
+            out.add(i)
+    return out
 
 
 @dataclass
