@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from program.retrieval.served_embedder import BATCH, ServedEmbedder
+from program.retrieval.embedder_spec import BATCH
+from program.retrieval.served_embedder import ServedEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("the river flows through ten countries and the company builds small sounding rockets for "

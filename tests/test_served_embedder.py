@@ -15,7 +15,8 @@ import pytest
 from program.app.flags import SetupError, check_embedder
 from program.retrieval import Embedder, EmbeddingError, KnowledgeBase, KnowledgeBaseError, get_embedder
 from program.retrieval import embedder_choice
-from program.retrieval.served_embedder import ServedEmbedder, parse_spec
+from program.retrieval.embedder_spec import parse_spec
+from program.retrieval.served_embedder import ServedEmbedder
 from tests.served_fake_embedder import start, vector
 from tests.service_process import ROOT, free_port, program_env, write_docs
 

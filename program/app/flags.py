@@ -208,7 +208,7 @@ def check_access(args) -> None:
 def check_embedder(flag: str | None) -> None:
     """The embedder ``--embedder`` (``flag``), else ``CRAG_EMBEDDER``, names: ``BASE_URL#MODEL``
     of an OpenAI-compatible embeddings server, or ``local``; for a server also its settings
-    (``served_embedder.settings_from_env``). Neither given passes (the in-process all-MiniLM-L6-v2).
+    (``embedder_spec.settings_from_env``). Neither given passes (the in-process all-MiniLM-L6-v2).
     Nothing is contacted. Raises ``SetupError`` naming the flag or variable."""
     if flag == "":
         raise SetupError("--embedder is empty; give BASE_URL#MODEL, or 'local', or leave it out")
@@ -216,7 +216,7 @@ def check_embedder(flag: str | None) -> None:
     if value is None:
         return
     # lazy on purpose: only a command line naming an embedder imports the retrieval package (no model loads)
-    from program.retrieval.served_embedder import parse_spec, settings_from_env
+    from program.retrieval.embedder_spec import parse_spec, settings_from_env
 
     try:
         if parse_spec(value) is not None:

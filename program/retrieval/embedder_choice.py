@@ -37,7 +37,8 @@ def embedder_for(spec: str | None):
 def _served(spec: str | None):
     """The ``ServedEmbedder`` of ``spec``, or None for the in-process one. Raises ValueError."""
     # lazy on purpose: httpx loads only when a served embedder is asked for
-    from program.retrieval.served_embedder import ServedEmbedder, parse_spec
+    from program.retrieval.embedder_spec import parse_spec
+    from program.retrieval.served_embedder import ServedEmbedder
 
     return None if parse_spec(spec) is None else ServedEmbedder.from_spec(spec)
 

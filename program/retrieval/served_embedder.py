@@ -6,7 +6,7 @@ Text Embeddings Inference, vLLM, Infinity, Ollama, llama.cpp's server and hosted
 interface of :class:`program.retrieval.embedding.Embedder` (``name``, ``dimensions``,
 ``encode``, ``load``), so a knowledge base takes it through its ``embedder=`` parameter.
 
-A server is named by a spec, ``BASE_URL#MODEL`` (:func:`parse_spec`)::
+A server is named by a spec, ``BASE_URL#MODEL`` (:func:`program.retrieval.embedder_spec.parse_spec`)::
 
     http://127.0.0.1:8080/v1#BAAI/bge-small-en-v1.5        # TEI, vLLM, Infinity
     http://127.0.0.1:11434/v1#nomic-embed-text             # Ollama
@@ -36,87 +36,23 @@ base64 vectors by default, which not every OpenAI-compatible server sends.
 from __future__ import annotations
 
 import json
-import math
-import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
 
+from program.retrieval.embedder_spec import BATCH, CONCURRENCY, TIMEOUT, parse_spec, settings_from_env
 from program.retrieval.embedding import EmbeddingError
 
-BATCH = 32  # texts per request: Text Embeddings Inference refuses more than its --max-client-batch-size, 32 by default
-CONCURRENCY = 4  # requests in flight per process: enough to hide a server's latency, few enough not to flood it
-TIMEOUT = 60.0  # seconds per request: a CPU-only server takes seconds a batch (64 chunks: 8 s in-process here)
 ATTEMPTS = 4  # tries per request: the first and three retries
 BACKOFF = 0.5  # seconds before the first retry, doubled for each next one
 MAX_RETRY_AFTER = 30.0  # a 429's Retry-After beyond this is not waited for (the backoff applies)
 PROBE_TEXT = "dimension probe"
 RETRIED_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-SPEC_FORM = "BASE_URL#MODEL (e.g. http://127.0.0.1:8080/v1#BAAI/bge-small-en-v1.5) or 'local'"
-LOCAL = "local"  # the spec of the in-process all-MiniLM-L6-v2, the default
-
-
-@dataclass(frozen=True)
-class EmbedderSpec:
-    """A served embedder's address and model: ``base_url`` (no trailing ``/embeddings``) and ``model``."""
-
-    base_url: str
-    model: str
-
-
-def parse_spec(text: str | None) -> EmbedderSpec | None:
-    """``BASE_URL#MODEL`` as an :class:`EmbedderSpec`; None for None, ``""`` or ``local`` (the
-    in-process all-MiniLM-L6-v2). A base URL ending in ``/embeddings`` (the endpoint itself) is
-    accepted and cut back to its base.
-
-    Raises:
-        ValueError: anything else (the message gives the form, not the flag's name).
-    """
-    text = (text or "").strip()
-    if not text or text == LOCAL:
-        return None
-    base, _, model = text.partition("#")
-    parts = urlsplit(base)
-    if (parts.scheme not in ("http", "https") or not parts.hostname or not model.strip()
-            or any(c.isspace() for c in text) or parts.query):
-        raise ValueError(f"must be {SPEC_FORM}, got {text!r}")
-    base = base.rstrip("/")
-    if base.endswith("/embeddings"):
-        base = base[: -len("/embeddings")]
-    return EmbedderSpec(base, model.strip())
-
-
-def _env_number(name: str, default, low, high, kind=int):
-    """``$name`` as a ``kind`` in ``[low, high]``, else ``default``. Raises ValueError naming it."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
-    return value
-
-
-def settings_from_env() -> dict:
-    """The served embedder's settings from the environment: ``batch_size``
-    (``CRAG_EMBEDDER_BATCH``, 1..2048), ``concurrency`` (``CRAG_EMBEDDER_CONCURRENCY``, 1..64),
-    ``timeout`` (``CRAG_EMBEDDER_TIMEOUT``, seconds, 0.1..3600) and ``api_key``
-    (``CRAG_EMBEDDER_API_KEY``, or None). Raises ValueError (one line naming the variable)."""
-    return {"batch_size": _env_number("CRAG_EMBEDDER_BATCH", BATCH, 1, 2048),
-            "concurrency": _env_number("CRAG_EMBEDDER_CONCURRENCY", CONCURRENCY, 1, 64),
-            "timeout": _env_number("CRAG_EMBEDDER_TIMEOUT", TIMEOUT, 0.1, 3600, float),
-            "api_key": os.environ.get("CRAG_EMBEDDER_API_KEY") or None}
-
-
 class ServedEmbedder:
     """Encode texts into L2-normalised float32 vectors by an OpenAI-compatible embeddings server.
 
