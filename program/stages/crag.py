@@ -384,7 +384,7 @@ class CRAG(dspy.Module):
         vocabulary, search the knowledge base again and the web, judge what was found. New
         knowledge-base passages are read as the draft's were (``_read``); web pages are refined
         into strips (decompose-then-recompose pays where a page is long)."""
-        terms = self._candidate_terms(question)
+        terms = self._candidate_terms(question, trace)
         with step(trace, "rewrite") as cost:
             query = self.web_searcher.rewrite_query(question, terms)
             cost.notes = f"query={query!r}; candidate terms {terms}"
@@ -416,12 +416,16 @@ class CRAG(dspy.Module):
         relevant = [g.passage_id for p, g in kept if p.source == "web" and g.score >= self.settings.upper]
         return Correction(strips + self._refine(question, pages, relevant, trace, "refine-corrected"), grades)
 
-    def _candidate_terms(self, question: str) -> list[str]:
+    def _candidate_terms(self, question: str, trace: Trace) -> list[str]:
         terms = getattr(self.knowledge_base, "candidate_terms", None)
         try:
-            return list(terms(question)) if callable(terms) else []
+            terms = list(terms(question)) if callable(terms) else []
         except Exception:  # the vocabulary is a help, never a reason to fail
             return []
+        kept, set_aside = self.instruction_filter.terms(terms)
+        if set_aside:
+            trace.note(f"set aside {len(set_aside)} candidate term(s) addressing the model: {set_aside}")
+        return kept
 
     def _refine(self, question: str, passages: list[Passage], relevant_ids: list[str], trace: Trace,
                 name: str) -> list[Strip]:
