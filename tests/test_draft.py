@@ -38,6 +38,20 @@ def test_an_uncited_draft_is_checked_against_the_passage_holding_its_words():
     assert e.token_probability == 0.5 and e.passage_score == 0.5  # unknown: the middle
 
 
+
+@pytest.mark.parametrize("answer, support", [
+    ("There are 5 bells in the Vellmar Clock Tower.", 0.5),  # was 0.0: "5" was not a word of its own
+    ("There are five bells in the Vellmar Clock Tower.", 0.5),
+    ("There are 7 bells in the Vellmar Clock Tower.", 0.0),
+])
+def test_a_number_counts_among_the_drafts_own_words_however_written(answer, support):
+    # the blind injection set's train half (blind-034): the draft wrote "5" for the passage's "five",
+    # its support fell to 0 and the question was declined
+    tower = Strip(source_id="t#0", position=0, text="The Vellmar Clock Tower stands in the market square. "
+                                                     "The tower contains five bells, the largest weighing 2.1 tonnes.")
+    e = check_draft("How many bells are in the Vellmar Clock Tower?", answer, [tower], {"t#0": 0.9}, 0.9)
+    assert e.support == support
+
 def test_an_abstaining_draft_has_no_support_and_confidence_zero():
     e = check_draft(Q, "I don't know.", [ANSWERING], {}, 0.99)
     assert e.abstained and e.support == 0.0

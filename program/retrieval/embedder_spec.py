@@ -1,7 +1,7 @@
 """How a served embedder is named and set: the ``--embedder`` / ``$CRAG_EMBEDDER`` spec
-(``BASE_URL#MODEL`` or ``local``) and the ``CRAG_EMBEDDER_*`` settings, checked at start so a
-bad value is one line before anything is contacted (:mod:`program.retrieval.served_embedder`
-uses them).
+(``BASE_URL#MODEL`` or ``local``) and its settings (``CRAG_EMBEDDER_BATCH`` and the like),
+checked at start so a bad value is one line before anything is contacted
+(:mod:`program.retrieval.served_embedder` uses them).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Plain RAG's one generation reads the top passages better than any judge we have;
 that call and checks its output instead of gating its input. A draft's checks (each a number
 in [0, 1], no LM call beyond the generation that wrote it):
 
-- ``support``: the answer's own words (those the question lacks) stand in the passages it
+- ``support``: the answer's own words (those the question lacks; numbers in digits) stand in the passages it
   cites (Self-RAG's IsSup, read by word overlap; MiniCheck checks the same words);
 - ``premise``: the question's names, numbers and terms stand in the cited passages: a draft
   that answers "the default for X" from a passage about Y is a look-alike answered wrongly;
@@ -170,12 +170,12 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
     if is_abstention(answer) or not strips:
         return DraftEvidence(abstained=True, token_probability=_or_half(token_probability))
     cited = cited_numbers(answer, len(strips))
-    said = content_words(strip_citations(answer)) - content_words(question)
+    said = own_words(strip_citations(answer)) - own_words(question)
     # An answer without markers cites, in effect, the passage holding most of its own words
     # (as attribution would cite it): its checks read that passage, not all of them.
-    evidence = [strips[n - 1] for n in cited] or [max(strips, key=lambda s: len(said & content_words(s.text)))]
+    evidence = [strips[n - 1] for n in cited] or [max(strips, key=lambda s: len(said & own_words(s.text)))]
     text = " \n".join(s.text for s in evidence)
-    in_evidence = content_words(text)
+    in_evidence = own_words(text)
     support = len(said & in_evidence) / len(said) if said else 0.5
     premise = premise_terms(question)
     evidence_words = set(words(text))
@@ -193,6 +193,14 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
         # a strip's title counts: a web page's sentences rarely repeat the name the page is about
         unmentioned=tuple(sorted(set(unknown) - written(unknown, [f"{s.title or ''} {s.text}" for s in strips]))),
     )
+
+
+def own_words(text: str) -> set[str]:
+    """``text``'s content words with its numbers in digits, a one-digit number too: "There are 5
+    bells" and "contains five bells" share "5" (the 1.5B model writes a number its own way when it
+    copies it, and a one-digit number is shorter than ``content_words`` keeps)."""
+    digits = spelled_as_digits(text)
+    return content_words(digits) | numbers(digits)
 
 
 def numbers_grounded(question: str, answer: str, strips: list[Strip]) -> float:
