@@ -4,8 +4,8 @@ Plain RAG's one generation reads the top passages better than any judge we have;
 that call and checks its output instead of gating its input. A draft's checks (each a number
 in [0, 1], no LM call beyond the generation that wrote it):
 
-- ``support``: the answer's own words (those the question lacks; numbers in digits) stand in the passages it
-  cites (Self-RAG's IsSup, read by word overlap; MiniCheck checks the same words);
+- ``support``: the answer's own words (those the question lacks; numbers in digits) stand in
+  the passages it cites (Self-RAG's IsSup, read by word overlap; MiniCheck checks the same words);
 - ``premise``: the question's names, numbers and terms stand in the cited passages: a draft
   that answers "the default for X" from a passage about Y is a look-alike answered wrongly;
 - ``token_probability``: how sure the reader was of its words (geometric mean of their token
