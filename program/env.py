@@ -1,7 +1,8 @@
-"""Yes/no settings read from the environment, parsed one way everywhere."""
+"""Settings read from the environment (yes/no, sizes, bounded numbers), parsed one way everywhere."""
 
 from __future__ import annotations
 
+import math
 import os
 
 YES = ("1", "true", "yes", "on")
@@ -26,3 +27,24 @@ def env_bytes(name: str, default: int) -> int:
         return int(raw) if raw else default
     except ValueError:
         raise ValueError(f"{name} must be a whole number of bytes, got {raw!r}") from None
+
+
+def env_number(name: str, default, low, high=math.inf, kind=int):
+    """``$name`` as a ``kind`` (int or float) in ``[low, high]``, else ``default`` when unset or blank.
+
+    Raises:
+        ValueError: the variable is set but not such a number, one line naming it and the range
+            ("CRAG_EMBEDDER_CONCURRENCY must be a whole number from 1 to 64, got '0'").
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or not low <= value <= high:
+        what = "a whole number" if kind is int else "a number"
+        bound = f"of {low:g} or more" if high == math.inf else f"from {low:g} to {high:g}"
+        raise ValueError(f"{name} must be {what} {bound}, got {raw!r}")
+    return value

@@ -222,7 +222,7 @@ def test_local_or_nothing_is_the_in_process_minilm():
     ("bge-small", {}, "--embedder must be BASE_URL#MODEL"),
     ("", {}, "--embedder is empty"),
     (None, {"CRAG_EMBEDDER": "http://host/v1"}, "CRAG_EMBEDDER must be BASE_URL#MODEL"),
-    ("http://host/v1#m", {"CRAG_EMBEDDER_CONCURRENCY": "0"}, "CRAG_EMBEDDER_CONCURRENCY must be a number from 1"),
+    ("http://host/v1#m", {"CRAG_EMBEDDER_CONCURRENCY": "0"}, "CRAG_EMBEDDER_CONCURRENCY must be a whole number from 1"),
     (None, {"CRAG_EMBEDDER": "http://host/v1#m", "CRAG_EMBEDDER_BATCH": "many"}, "CRAG_EMBEDDER_BATCH must be"),
     ("http://host/v1#m", {"CRAG_EMBEDDER_TIMEOUT": "nan"}, "CRAG_EMBEDDER_TIMEOUT must be"),
 ])

@@ -6,10 +6,11 @@ checked at start so a bad value is one line before anything is contacted
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from program.env import env_number
 
 BATCH = 32  # texts per request: Text Embeddings Inference refuses more than its --max-client-batch-size, 32 by default
 CONCURRENCY = 4  # requests in flight per process: enough to hide a server's latency, few enough not to flood it
@@ -48,26 +49,12 @@ def parse_spec(text: str | None) -> EmbedderSpec | None:
     return EmbedderSpec(base, model.strip())
 
 
-def _env_number(name: str, default, low, high, kind=int):
-    """``$name`` as a ``kind`` in ``[low, high]``, else ``default``. Raises ValueError naming it."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
-    return value
-
-
 def settings_from_env() -> dict:
     """The served embedder's settings from the environment: ``batch_size``
     (``CRAG_EMBEDDER_BATCH``, 1..2048), ``concurrency`` (``CRAG_EMBEDDER_CONCURRENCY``, 1..64),
     ``timeout`` (``CRAG_EMBEDDER_TIMEOUT``, seconds, 0.1..3600) and ``api_key``
     (``CRAG_EMBEDDER_API_KEY``, or None). Raises ValueError (one line naming the variable)."""
-    return {"batch_size": _env_number("CRAG_EMBEDDER_BATCH", BATCH, 1, 2048),
-            "concurrency": _env_number("CRAG_EMBEDDER_CONCURRENCY", CONCURRENCY, 1, 64),
-            "timeout": _env_number("CRAG_EMBEDDER_TIMEOUT", TIMEOUT, 0.1, 3600, float),
+    return {"batch_size": env_number("CRAG_EMBEDDER_BATCH", BATCH, 1, 2048),
+            "concurrency": env_number("CRAG_EMBEDDER_CONCURRENCY", CONCURRENCY, 1, 64),
+            "timeout": env_number("CRAG_EMBEDDER_TIMEOUT", TIMEOUT, 0.1, 3600, float),
             "api_key": os.environ.get("CRAG_EMBEDDER_API_KEY") or None}

@@ -34,11 +34,11 @@ variable that raises it); :class:`CorpusError` for a limit variable that is not 
 
 from __future__ import annotations
 
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from program.env import env_number
 from program.retrieval.errors import CorpusError
 from program.retrieval.formats.base import DocumentError, size_text
 
@@ -85,16 +85,10 @@ class ArchiveLimits:
 
 
 def _env_whole(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
     try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise CorpusError(f"{name} must be a whole number of 1 or more, got {raw!r}")
-    return value
+        return env_number(name, default, 1)
+    except ValueError as exc:
+        raise CorpusError(str(exc)) from None
 
 
 def check_archive(path: Path, limits: ArchiveLimits | None = None) -> None:
