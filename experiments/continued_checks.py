@@ -49,7 +49,7 @@ def ask(layout: str, check: dspy.Predict, example) -> str:
             return str(ContinuedCheck(check)(claim=example.claim, evidence=example.evidence).quote)
         with inputs_as_data():
             return str(check(claim=example.claim, evidence=example.evidence, config=CRITIQUE_CONFIG).quote)
-    except Exception:  # noqa: BLE001 - an unparsed reply is a row the check got wrong
+    except Exception:  # an unparsed reply is a row the check got wrong
         return "NONE"
 
 

@@ -50,7 +50,7 @@ def _lm_score(grader, question: str, text: str, max_chars: int = 700) -> tuple[f
     try:
         with inputs_as_data():
             pred = grader(question=question, passage=text[:max_chars], config=LOGPROBS_CONFIG)
-    except Exception:  # noqa: BLE001 - an unparsed grade scores 0, as in the program
+    except Exception:  # an unparsed grade scores 0, as in the program
         return 0.0, 0.0
     same, answers, outdated = grade_probabilities(pred)
     return float(score_grade(same, answers, outdated)[0]), float(answers)

@@ -18,7 +18,8 @@ import numpy as np
 from experiments.cross_encoder import CrossEncoderJudge
 from optimize.training.pairs import adversarial_passage_pairs
 from optimize.training.train import confusion
-from program.adaptation.calibrate import action_of, auc, calibrate_actions, group_runs, question_best
+from program.stages.decision import evaluator_action
+from program.adaptation.calibrate import auc, calibrate_actions, group_runs, question_best
 from program.adaptation.pairs import Pairs
 
 
@@ -64,7 +65,7 @@ def cross_encoder_figures(sources, document_rows, name: str, kb, embedder, max_p
     scores = judge.predict(test.texts)
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     test_best = _best_top3(test, scores)
-    actions = {q: action_of(test_best.get(q, 0.0), thresholds["lower"], thresholds["upper"]) for q in expected}
+    actions = {q: evaluator_action(test_best.get(q, 0.0), thresholds["lower"], thresholds["upper"]) for q in expected}
     strip_auc = auc(strips.labels, judge.predict(strips.texts)) if strips is not None and len(strips) else None
     log(f"{name}: cross-encoder on {len(pairs)} pairs, {judge.steps} steps ({trained:.0f} s): "
         f"passage AUC {auc(test.labels, scores)}, strip AUC {strip_auc}")

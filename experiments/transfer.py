@@ -44,7 +44,8 @@ import numpy as np
 from optimize.training.pairs import (adversarial_passage_pairs, popqa_passage_pairs, popqa_strip_pairs,
                                      popqa_support_pairs)
 from optimize.training.train import confusion
-from program.adaptation.calibrate import action_of, auc, f1, group_runs, popqa_expected, question_best, support_accuracy
+from program.stages.decision import evaluator_action
+from program.adaptation.calibrate import auc, f1, group_runs, popqa_expected, question_best, support_accuracy
 from program.adaptation.fit import pair_scores
 from program.adaptation.pairs import Pairs, adversarial_strip_pairs, support_rows_pairs
 from program.atomic import write_atomic
@@ -75,7 +76,7 @@ def measure_domain(judges, name: str, kb, embedder) -> dict:
     t = judges.thresholds_for(kb)
     expected = {r["id"]: r["expected_action"] for r in queries if r.get("needs_retrieval", True)}
     best = _top3_best(pairs, scores)
-    actions = {q: action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    actions = {q: evaluator_action(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
     strip_split, support_split = _component_split(name, STRIP.rows), _component_split(name, SUPPORT.rows)
     strips = adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
     strip_scores = pair_scores(judges, STRIP, strips)
@@ -106,7 +107,7 @@ def measure_popqa(judges, kb, embedder) -> dict:
     best = _top3_best(pairs, scores)
     _, expected, _ = popqa_expected(pairs.groups, pairs.labels, scores)
     t = judges.thresholds_for(kb)
-    actions = {q: action_of(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
+    actions = {q: evaluator_action(best.get(q, 0.0), t["lower"], t["upper"]) for q in expected}
     strips = popqa_strip_pairs(dev_q, kb, embedder)
     strip_scores = pair_scores(judges, STRIP, strips)
     claims = popqa_support_pairs(dev_q, kb, embedder)

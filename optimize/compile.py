@@ -28,28 +28,29 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import dspy  # noqa: E402  (after program.lm.configure, which sets DSPy's cache folder)
+import dspy  # after program.lm.configure, which sets DSPy's cache folder
 
-from eval_sets import adversarial  # noqa: E402
-from optimize import predictor_metrics as pm  # noqa: E402
-from optimize.continued import ContinuedCheck  # noqa: E402
-from optimize.judge_choice import choose, popqa_lm_rows  # noqa: E402
-from optimize.lm_thresholds import help_centre_thresholds  # noqa: E402
-from optimize.training.sources import labeled_sources, sources_stamp  # noqa: E402
-from optimize.training.records import TRAINING  # noqa: E402
-from optimize.training.train import train_judges  # noqa: E402
-from program.adaptation.labeled import save_labeled  # noqa: E402
-from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,  # noqa: E402
+from eval_sets import adversarial
+from optimize import predictor_metrics as pm
+from optimize.continued import ContinuedCheck
+from optimize.judge_choice import choose, popqa_lm_rows
+from optimize.lm_thresholds import help_centre_thresholds
+from optimize.training.sources import labeled_sources, sources_stamp
+from optimize.training.records import TRAINING
+from optimize.training.train import train_judges
+from program.stages.decision import evaluator_action
+from program.adaptation.labeled import save_labeled
+from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,
                                   save_compiled)
-from program.app.resources import embedder, knowledge_base  # noqa: E402
-from program.judges import JudgeChoice, load_judges, save_judges  # noqa: E402
-from program.judges.judgments import PASSAGE, TRAINED  # noqa: E402
-from program.judges.store import corpus_key  # noqa: E402
+from program.app.resources import embedder, knowledge_base
+from program.judges import JudgeChoice, JudgeSet, load_judges, save_judges
+from program.judges.judgments import PASSAGE, TRAINED
+from program.judges.store import corpus_key
 from program.lm.configure import configure_lm, model_name, supports_logprobs
-from program.stages.crag import CRAG  # noqa: E402
-from program.stages.evaluator import score_grade  # noqa: E402
-from program.stages.followup import conversation_text  # noqa: E402
-from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion  # noqa: E402
+from program.stages.crag import CRAG
+from program.stages.evaluator import score_grade
+from program.stages.followup import conversation_text
+from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -287,11 +288,11 @@ def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
                 score, _ = score_grade(out.same_entity, out.answers_question, out.outdated)
             except Exception:
                 score = 0.0
-            rows.append((score, pm.grade_band(float(ex.relevance))))
+            rows.append((score, evaluator_action(float(ex.relevance), pm.LM_LOWER, pm.LM_UPPER)))
         return rows
 
     def accuracy(rows, lower, upper):
-        return sum(pm.grade_band(s, upper, lower) == band for s, band in rows) / max(1, len(rows))
+        return sum(evaluator_action(s, lower, upper) == band for s, band in rows) / max(1, len(rows))
 
     train, dev = scored("train"), scored("dev")
     grid = [round(i * step, 2) for i in range(int(1 / step) + 1)]
@@ -462,8 +463,7 @@ def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics:
             spec = replace(spec, metric=pm.answer_citation_metric_for(judges))
         keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
         lm_rows[spec.kind] = metrics[spec.kind].pop("_rows")
-        predictors[spec.path].demos = keep.demos
-        predictors[spec.path].signature = keep.signature
+        predictors[spec.path].load_state(keep.dump_state())  # the kept demos and instructions
     if "judges" in only:
         # new judges are compared with the saved LM predictors on the same dev rows (no compiling)
         for spec in SPECS:
@@ -472,21 +472,23 @@ def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics:
     return lm_rows
 
 
-def _judge_report(judges, lm_rows: dict, predictors: dict, kb, saved: dict | None, only: list[str]) -> dict:
-    """Judgment -> the LM's, trained judge's and cascade's figures and the chosen one (saved if not re-measured)."""
-    if lm_rows or "judges" in only:
-        # the LM, the trained judge and the cascade, on the same dev rows; the best decides
-        popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
-        judge_report = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None,
-                              measures={r.judgment: r.measure for r in TRAINING})
-        for judgment in TRAINED:
-            name = judgment.name
-            if judgment.rows not in lm_rows and saved is not None and name in saved.get("judges", {}).get("choice", {}):
-                judge_report[name] = saved["judges"]["choice"][name]  # the LM was not re-measured
-                judges.choices[name] = JudgeChoice(judge_report[name]["chosen"])
-    else:
-        judge_report = saved.get("judges", {}).get("choice", {})
-    return judge_report
+def _judge_report(judges: JudgeSet, lm_rows: dict, predictors: dict, kb, saved: dict | None,
+                  only: list[str]) -> tuple[dict, JudgeSet]:
+    """``(report, judges)``: judgment -> the LM's, trained judge's and cascade's figures and the
+    chosen one (saved if not re-measured), and the judges with those choices (a new ``JudgeSet``)."""
+    if not (lm_rows or "judges" in only):
+        return saved.get("judges", {}).get("choice", {}), judges
+    # the LM, the trained judge and the cascade, on the same dev rows; the best decides
+    popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
+    judge_report, judges = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None,
+                                  measures={r.judgment: r.measure for r in TRAINING})
+    kept = {}
+    for judgment in TRAINED:
+        name = judgment.name
+        if judgment.rows not in lm_rows and saved is not None and name in saved.get("judges", {}).get("choice", {}):
+            judge_report[name] = saved["judges"]["choice"][name]  # the LM was not re-measured
+            kept[name] = JudgeChoice(judge_report[name]["chosen"])
+    return judge_report, replace(judges, choices={**judges.choices, **kept})
 
 
 def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -> dict:
@@ -578,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     lm_rows = _compile_kinds(args, only, kb, judges, predictors, metrics)
     metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
-    judge_report = _judge_report(judges, lm_rows, predictors, kb, saved, only)
+    judge_report, judges = _judge_report(judges, lm_rows, predictors, kb, saved, only)
     print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
     for judgment, r in judge_report.items():
         print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} "

@@ -41,7 +41,7 @@ after the date, ``--out`` the whole path):
   ``check_*`` hold the cost of the post-hoc groundedness check, outside the mode's cost.
 * ``steps.csv``: one row per (mode, question, trace step): ``optimize.record.STEP_COLUMNS``.
 * ``summary.json``: the run's settings and per mode the figures of
-  :func:`optimize.report.summarize` (accuracy, correction, escalation, fallback and
+  :func:`optimize.report.summarize` (accuracy, correction, outcomes, fallback and
   abstention rates, groundedness, cost medians and 90th percentiles, per-step mean cost,
   and on the adversarial set the action accuracy and the evaluator's confusion matrix).
 * ``accuracy_vs_cost.png``: accuracy against median LM calls and seconds, one point per mode.
@@ -209,7 +209,7 @@ def _open_csv(path: Path, columns: list[str]):
                 w = csv.DictWriter(fh, fieldnames=columns, restval="", extrasaction="ignore")
                 w.writeheader()
                 w.writerows(old)
-    fh = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by the caller
+    fh = open(path, "a", newline="", encoding="utf-8")  # closed by the caller
     writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
     if fh.tell() == 0:
         writer.writeheader()
@@ -297,7 +297,7 @@ def _build_mode(mode: str, build_program, args: argparse.Namespace, compiled, kn
             settings = {"confidence": model, "accept": accept, **settings}
         program = build_program(mode, compiled_dir=compiled, knowledge_base=knowledge_base,
                                 decide_retrieval=args.decide_retrieval, web=args.web, **settings)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # a failed picture must not lose the summary
         print(f"error: building mode {mode!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         run.build_errors[mode] = f"{type(exc).__name__}: {exc}"
         run.code = 1
@@ -371,7 +371,7 @@ def _risk_plot(csv_path: Path, path: Path, title: str) -> Path | None:
     """The risk-coverage plot's path, or None when no mode has a confidence or drawing failed."""
     try:
         return plot_risk_coverage(report.read_results(csv_path), path, title)
-    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
+    except Exception as exc:  # a failed picture must not lose the summary
         print(f"warning: the risk-coverage plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None
 
@@ -380,7 +380,7 @@ def _plot(summary: dict, path: Path, title: str) -> Path | None:
     """The accuracy-vs-cost plot's path, or None when drawing it failed (a warning printed)."""
     try:
         return plot_modes(summary, path, title)
-    except Exception as exc:  # noqa: BLE001 - a failed picture must not lose the summary
+    except Exception as exc:  # a failed picture must not lose the summary
         print(f"warning: the plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None
 

@@ -138,7 +138,7 @@ def run_case(program, mode: str, case: dict, cases: list[dict]) -> dict:
                    action=result.action.value if result.action else "",
                    fallback=result.fallback, lm_calls=result.trace.lm_calls, answer=result.answer,
                    set_aside=sum(SET_ASIDE_NOTE in n for n in result.trace.events))
-    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+    except Exception as exc:  # recorded, the run goes on
         row.update(followed=False, followed_own=False, answered=False if case["gold"] else None,
                    reached_generator=False, action="",
                    fallback=False, lm_calls=0, answer="", set_aside=0, error=f"{type(exc).__name__}: {exc}")
@@ -284,9 +284,7 @@ def main(argv: list[str] | None = None) -> int:
 
         folder = without_injection(folder, load_cases(folder / "cases.jsonl"), cache_root() / f"{args.set_name}-clean")
     programs = build_programs(modes, compiled, folder)
-    lm = configure_lm(args.model, args.api_base)
-    if args.no_cache:
-        lm.cache = False
+    lm = configure_lm(args.model, args.api_base, cache=not args.no_cache)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

@@ -14,12 +14,12 @@ sentences that talk about instructions, prompts and models without addressing on
 from __future__ import annotations
 
 import base64
-import json
 import random
 from pathlib import Path
 
 from eval_sets import popqa
 from eval_sets.domains import DOMAINS, domain
+from program.jsonl import read_objects
 from program.stages.instructions import _units
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,22 +166,18 @@ def payload_units(case: dict) -> list[str]:
     return marked or units
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def set_injections(folder: Path, split: str | None = None) -> tuple[list[str], set[str]]:
     """``(injected units, every injected text)`` of an injection set's cases (of ``split`` only
     when given; a set without splits has all its cases taken)."""
-    cases = [c for c in _read_jsonl(folder / "cases.jsonl") if split is None or c.get("split", split) == split]
+    cases = [c for c in read_objects(folder / "cases.jsonl") if split is None or c.get("split", split) == split]
     return [u for c in cases for u in injection_units(c["injected_text"])], {c["injected_text"] for c in cases}
 
 
 def set_clean_sentences(folder: Path, injected: set[str]) -> list[str]:
     """The sentences of an injection set's knowledge base and pages, its injections cut out."""
-    texts = [d["text"] for d in _read_jsonl(folder / "kb.jsonl")]
+    texts = [d["text"] for d in read_objects(folder / "kb.jsonl")]
     if (folder / "web_snapshot.jsonl").exists():
-        texts += [p for page in _read_jsonl(folder / "web_snapshot.jsonl") for p in page["paragraphs"]]
+        texts += [p for page in read_objects(folder / "web_snapshot.jsonl") for p in page["paragraphs"]]
     for inj in injected:
         texts = [t.replace(inj, " ") for t in texts]
     return [u for t in texts for u in injection_units(t)]
@@ -189,8 +185,8 @@ def set_clean_sentences(folder: Path, injected: set[str]) -> list[str]:
 
 def corpus_sentences() -> dict[str, list[str]]:
     """``{corpus name: its sentences}`` for every knowledge base and web snapshot in the repository."""
-    out = {"popqa-kb": [u for d in _read_jsonl(popqa.KNOWLEDGE_BASE_PATH) for u in injection_units(d["text"])],
-           "popqa-web": [u for page in _read_jsonl(popqa.WEB_SNAPSHOT_PATH) for p in page["paragraphs"]
+    out = {"popqa-kb": [u for d in read_objects(popqa.KNOWLEDGE_BASE_PATH) for u in injection_units(d["text"])],
+           "popqa-web": [u for page in read_objects(popqa.WEB_SNAPSHOT_PATH) for p in page["paragraphs"]
                          for u in injection_units(p)]}
     for name in sorted(DOMAINS):
         kb = ROOT / "eval_sets" / domain(name).name / "kb"

@@ -17,10 +17,13 @@ fully / no, whether the claim is kept).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from optimize import predictor_metrics as pm
 from optimize.continued import ContinuedCheck
+from program.stages.decision import evaluator_action
 from program.judges import JudgeChoice, JudgeSet
 from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT
 from program.judges.store import corpus_key
@@ -43,15 +46,16 @@ def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
     vectors = judges._encode([e.question for e, _, _ in rows] + [e.passage for e, _, _ in rows]) if rows else []
     n = len(rows)
     for i, (example, pred, _) in enumerate(rows):
-        truth = pm.grade_band(float(example.relevance))
+        truth = evaluator_action(float(example.relevance), pm.LM_LOWER, pm.LM_UPPER)
         try:
-            lm_band = pm.grade_band(score_grade(pred.same_entity, pred.answers_question, pred.outdated)[0])
-        except Exception:  # noqa: BLE001 - an unparsed LM row counts as irrelevant, as in the program
+            lm_band = evaluator_action(score_grade(pred.same_entity, pred.answers_question, pred.outdated)[0],
+                                       pm.LM_LOWER, pm.LM_UPPER)
+        except Exception:  # an unparsed LM row counts as irrelevant, as in the program
             lm_band = "incorrect"
         cos = float(vectors[i] @ vectors[n + i])
         score = judges.score(PASSAGE, question=example.question,
                              passages=[Passage("row", example.passage, score=cos)])[0]
-        trained_band = pm.grade_band(score, t["upper"], t["lower"])
+        trained_band = evaluator_action(score, t["lower"], t["upper"])
         out["lm"].append((lm_band, truth))
         out["trained"].append((trained_band, truth))
         out["cascade"].append((lm_band if JudgeChoice("cascade").asks_lm(score) else trained_band, truth))
@@ -148,7 +152,7 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
                     pred = ContinuedCheck(predictors[judgment.predictor])(**example.inputs(), question=example.question)
                 else:
                     pred = predictors[judgment.predictor](**example.inputs(), config=CRITIQUE_CONFIG)
-            except Exception:  # noqa: BLE001 - unparsed output is a row the LM got wrong
+            except Exception:  # unparsed output is a row the LM got wrong
                 pred = None
             rows[kind].append((example, pred, None))
     return rows
@@ -160,8 +164,8 @@ def best(figures: dict) -> str:
 
 
 def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adversarial_kb=None,
-           popqa_kb=None, *, measures: dict) -> dict:
-    """Measure the three candidates of each judgment on the LM's dev rows and set ``judges.choices``.
+           popqa_kb=None, *, measures: dict) -> tuple[dict, JudgeSet]:
+    """Measure the three candidates of each judgment on the LM's dev rows and choose one each.
 
     Args:
         measures: judgment -> ``measure(judges, rows, thresholds, set_name)``, its candidates'
@@ -176,27 +180,30 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
             choice (``JudgeSet.choices_by_corpus``) from its own rows.
 
     Returns:
-        ``{judgment: {"lm": .., "trained": .., "cascade": .., "chosen": .., "dev_rows": n,
-        "by_set": {"adversarial": {...}, "popqa": {...}}}}``.
+        ``(report, chosen)``: the report ``{judgment: {"lm": .., "trained": .., "cascade": ..,
+        "chosen": .., "dev_rows": n, "by_set": {"adversarial": {...}, "popqa": {...}}}}``, and a
+        new ``JudgeSet`` with those choices (``choices``, ``choices_by_corpus``); ``judges`` is
+        left as it was.
     """
     adversarial_t = judges.thresholds_for(adversarial_kb) if adversarial_kb is not None else judges.thresholds
     report = {}
+    choices = dict(judges.choices)
+    by_corpus = {key: dict(own) for key, own in judges.choices_by_corpus.items()}
     for judgment, measure in measures.items():
         sets = {"adversarial": (lm_rows.get(judgment.rows), adversarial_t),
                 "popqa": ((popqa_rows or {}).get(judgment.rows), judges.thresholds)}
         by_set = {name: measure(judges, rows, t, name) for name, (rows, t) in sets.items() if rows}
         if not by_set:
-            judges.choices[judgment.name] = JudgeChoice("trained")
+            choices[judgment.name] = JudgeChoice("trained")
             report[judgment.name] = {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
             continue
         figures = {c: round(float(np.mean([f[c] for f in by_set.values()])), 4) for c in CHEAPEST_FIRST}
         chosen = best(figures)
-        judges.choices[judgment.name] = JudgeChoice(chosen)
+        choices[judgment.name] = JudgeChoice(chosen)
         for name, kb in (("adversarial", adversarial_kb), ("popqa", popqa_kb)):
             if name in by_set and kb is not None:
                 by_set[name]["chosen"] = best(by_set[name])
-                judges.choices_by_corpus.setdefault(corpus_key(kb), {})[judgment.name] = JudgeChoice(
-                    by_set[name]["chosen"])
+                by_corpus.setdefault(corpus_key(kb), {})[judgment.name] = JudgeChoice(by_set[name]["chosen"])
         report[judgment.name] = {**figures, "chosen": chosen, "by_set": by_set,
                             "dev_rows": sum(len(rows) for rows, _ in sets.values() if rows)}
-    return report
+    return report, replace(judges, choices=choices, choices_by_corpus=by_corpus)

@@ -28,7 +28,8 @@ import time
 import dspy
 
 from optimize.training.train import confusion
-from program.adaptation.calibrate import action_of, calibrate_actions
+from program.stages.decision import evaluator_action
+from program.adaptation.calibrate import calibrate_actions
 from program.judges.store import corpus_key
 from program.stages.evaluator import LOGPROBS_CONFIG, grade_probabilities, score_grade
 
@@ -63,7 +64,7 @@ def query_scores(grader, queries: list[dict], knowledge_base, max_chars: int = 7
                     pred = grader(question=q["question"], passage=passage.text[:max_chars], config=LOGPROBS_CONFIG)
                 scores["probabilities"].append(score_grade(*grade_probabilities(pred))[0])
                 scores["words"].append(score_grade(pred.same_entity, pred.answers_question, pred.outdated)[0])
-            except Exception:  # noqa: BLE001 - unparsed output grades the passage irrelevant, as in the program
+            except Exception:  # unparsed output grades the passage irrelevant, as in the program
                 pass
         best[q["id"]] = {k: max(v) for k, v in scores.items()}
         if i % 10 == 0 or i == len(asked):
@@ -101,7 +102,7 @@ def calibrate_lm_thresholds(grader, knowledge_base, train: list[dict], dev: list
         train_scores = {q: s[kind] for q, s in train_best.items()}
         dev_scores = {q: s[kind] for q, s in dev_best.items()}
         chosen = calibrate_actions(train_scores, {q: expected[q] for q in train_scores})
-        predicted = {q: action_of(s, chosen["lower"], chosen["upper"]) for q, s in dev_scores.items()}
+        predicted = {q: evaluator_action(s, chosen["lower"], chosen["upper"]) for q, s in dev_scores.items()}
         right = sum(predicted[q] == expected[q] for q in dev_scores)
         return {**chosen, "dev_questions": len(dev_scores),
                 "dev_action_accuracy": round(right / max(1, len(dev_scores)), 4),
@@ -109,7 +110,8 @@ def calibrate_lm_thresholds(grader, knowledge_base, train: list[dict], dev: list
                 "dev_auc": _separation(dev_scores, expected)}
 
     words = figures("words")
-    fixed = {q: action_of(s["words"], LM_THRESHOLDS["lower"], LM_THRESHOLDS["upper"]) for q, s in dev_best.items()}
+    bands = LM_THRESHOLDS["lower"], LM_THRESHOLDS["upper"]
+    fixed = {q: evaluator_action(s["words"], *bands) for q, s in dev_best.items()}
     words["dev_action_accuracy_fixed_bands"] = round(sum(fixed[q] == expected[q] for q in fixed)
                                                      / max(1, len(fixed)), 4)
     return {**figures("probabilities"), "score": "token probabilities", "words": words}

@@ -9,6 +9,7 @@ import functools
 import re
 from pathlib import PurePath
 
+from program.stages.decision import evaluator_action
 from program.stages.attribution import answer_sentences, citation_quality
 from program.stages.evaluator import score_grade
 from program.stages.generation import cited_numbers
@@ -22,15 +23,14 @@ _CITATION = re.compile(r"\[\d+\]")
 _NUMBERED = re.compile(r"^\[(\d+)\]\s*")
 
 
-def grade_band(score: float, upper: float = 0.6, lower: float = 0.2) -> str:
-    """The action a single passage's score implies: correct, ambiguous or incorrect (CRAG §4.3)."""
-    return "correct" if score >= upper else "incorrect" if score < lower else "ambiguous"
+LM_LOWER, LM_UPPER = 0.2, 0.6  # the LM grader's thresholds: a passage's score -> its action band (CRAG §4.3)
 
 
 def grading_metric(example, pred, trace=None) -> float:
     """Action-band accuracy of GradeRetrieval (half credit for the right band with the wrong category)."""
     score, reason = score_grade(pred.same_entity, pred.answers_question, pred.outdated)
-    if grade_band(score) != grade_band(float(example.relevance)):
+    band = evaluator_action(float(example.relevance), LM_LOWER, LM_UPPER)
+    if evaluator_action(score, LM_LOWER, LM_UPPER) != band:
         return 0.0
     return 1.0 if reason == example.reason else 0.5
 

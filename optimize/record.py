@@ -35,13 +35,13 @@ from program.types import Trace
 
 CSV_COLUMNS = [
     "id", "question", "relation", "mode", "answer", "correct", "action", "expected_action",
-    "confidence", "fallback", "escalated", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens",
+    "confidence", "fallback", "retrieval_skipped", "lm_calls", "prompt_tokens", "completion_tokens",
     "cached_tokens", "seconds", "error", "gold",
     "answerable", "needs_retrieval", "abstained", "claims", "claims_fully", "claims_partially", "groundedness",
     "grounded_by",
     "check_lm_calls", "check_prompt_tokens", "check_completion_tokens", "check_seconds",
     "citations", "citation_recall", "citation_precision", "unsupported_sentences",
-    "draft", "draft_correct", "draft_checks", "candidate_correct", "answered_by", "reason", "standalone",
+    "draft", "draft_correct", "draft_checks", "candidate_correct", "outcome", "reason", "standalone",
 ]
 STEP_COLUMNS = ["id", "mode", "step_index", "step", "lm_calls", "prompt_tokens", "completion_tokens",
                 "cached_tokens", "seconds", "notes"]
@@ -94,14 +94,14 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     out = {k: None for k in CSV_COLUMNS}
     out.update(id=row["id"], question=row["question"], relation=row["relation"], mode=mode, answer="",
                correct=False, action="", expected_action=row["expected_action"] or "", fallback=False,
-               escalated=False, abstained=False, error="", grounded_by="", gold=json.dumps(row["gold"]),
+               abstained=False, error="", grounded_by="", gold=json.dumps(row["gold"]),
                answerable=bool(row.get("answerable", True)), needs_retrieval=bool(row.get("needs_retrieval", True)),
                retrieval_skipped="")
     steps: list[dict] = []
     t0 = time.perf_counter()
     try:
         res = _ask(program, row)
-    except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run
+    except Exception as exc:  # one bad question must not stop the run
         out["error"] = f"{type(exc).__name__}: {exc}"
         out["seconds"] = round(time.perf_counter() - t0, 3)
         return out, steps
@@ -112,10 +112,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
         answer=str(getattr(res, "answer", "") or ""),
         action=(getattr(action, "value", action) or "") if action is not None else "",
         confidence=getattr(res, "confidence", None),
-        fallback=bool(getattr(res, "fallback", False)),
-        escalated=bool(getattr(res, "escalated", False)),
-        answered_by=str(getattr(res, "answered_by", "") or ""),
-        reason=str(getattr(res, "reason", "") or ""),
+        fallback=res.fallback, outcome=res.outcome.ending.value, reason=res.outcome.reason,
         standalone=str(getattr(res, "question", "")) if getattr(res, "asked", "") else "",  # a follow-up's rewrite
         lm_calls=getattr(trace, "lm_calls", None),
         prompt_tokens=getattr(trace, "prompt_tokens", None),
@@ -126,7 +123,7 @@ def run_one(program, mode: str, row: dict, checker=None) -> tuple[dict, list[dic
     out["correct"] = is_correct(row, out["answer"], out["fallback"])
     out.update(_draft(row, res))
     # the answer the confidence is about: the one given, or the one declined (selective QA's view)
-    declined = str(getattr(res, "declined", "") or "")
+    declined = res.outcome.declined
     out["candidate_correct"] = is_correct(row, declined, False) if out["fallback"] and declined else out["correct"]
     out["abstained"] = abstained(out["answer"], out["fallback"])
     for i, s in enumerate(getattr(trace, "steps", None) or []):
@@ -174,7 +171,7 @@ def _groundedness(mode: str, res, checker) -> dict:
         try:
             with step(trace, "groundedness-check"):
                 claims = checker(question=res.question, answer=res.answer, strips=list(res.strips))
-        except Exception as exc:  # noqa: BLE001 - a failed check leaves groundedness empty
+        except Exception as exc:  # a failed check leaves groundedness empty
             return {"grounded_by": f"check failed: {type(exc).__name__}: {exc}"}
         by, cost = "post-hoc", trace.steps[0]
     else:

@@ -17,7 +17,7 @@ from optimize.selective import COVERAGES, selective_figures, truthfulness
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
 CONFIDENT_MODES = {"rag", "crag", "self-crag"}  # the modes whose confidence scores their answer
-_BOOL = ("correct", "fallback", "escalated", "answerable", "abstained")  # candidate_correct stays text
+_BOOL = ("correct", "fallback", "answerable", "abstained")  # candidate_correct stays text
 _NUM = ("confidence", "lm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "seconds", "claims",
         "claims_fully", "claims_partially", "groundedness", "check_lm_calls", "check_prompt_tokens",
         "check_completion_tokens", "check_seconds", "citation_recall", "citation_precision", "unsupported_sentences")
@@ -85,8 +85,8 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
     Returns:
         ``n``, ``errors``, ``accuracy`` (errors count as wrong), ``actions`` (counts, or None
         without an evaluator), ``correction_rate`` (graded questions routed to incorrect or
-        ambiguous), ``escalation_rate`` (0 since the draft-first route; older runs: graded
-        questions whose CORRECT route fell through to the web), ``fallback_rate``,
+        ambiguous), ``outcomes`` (how the questions ended: ``program.types.Ending`` value ->
+        count; empty for runs older than the field), ``fallback_rate``,
         ``abstention_answerable`` / ``abstention_unanswerable`` (None without such rows),
         ``groundedness`` / ``groundedness_partial`` (share of the claims of non-abstaining answers
         fully / partially supported; None without), ``claims_checked``, ``grounded_by``,
@@ -105,8 +105,8 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         ``median_cached_tokens`` (prompt tokens the LM's cache served; None in older runs), and with
         ``with_expected`` ``action_accuracy`` and ``confusion`` ({expected: {predicted: count}}
         over graded rows with a label). A question the retrieval decider answered without
-        retrieval has no action, so it is outside ``actions``, the correction and escalation
-        rates, ``action_accuracy`` and ``confusion``.
+        retrieval has no action, so it is outside ``actions``, the correction rate,
+        ``action_accuracy`` and ``confusion``.
 
         The retrieval decider (``--decide-retrieval``): ``skip_rate`` (questions it ran for that
         skipped retrieval), ``decision_accuracy`` (its decisions that match the rows'
@@ -124,7 +124,7 @@ def summarize(df: pd.DataFrame, steps: pd.DataFrame | None = None, with_expected
         "accuracy": _pct(df["correct"]),
         "actions": {a: int((graded["action"] == a).sum()) for a in ACTIONS} if len(graded) else None,
         "correction_rate": _pct(graded["action"].isin(["incorrect", "ambiguous"])),
-        "escalation_rate": _pct(graded["escalated"]),
+        "outcomes": {k: int(v) for k, v in ok.loc[ok["outcome"] != "", "outcome"].value_counts().items()},
         "fallback_rate": _pct(ok["fallback"]),
         "abstention_answerable": _pct(ok.loc[ok["answerable"], "abstained"]),
         "abstention_unanswerable": _pct(ok.loc[~ok["answerable"], "abstained"]),
@@ -291,7 +291,7 @@ def markdown_table(summary: dict[str, dict]) -> str:
     with_aa = any("action_accuracy" in s for s in summary.values())
     with_skips = any(s.get("skip_rate") is not None for s in summary.values())
     with_chat = any(s.get("no_retrieval_questions") for s in summary.values())
-    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "escalated", "fallback",
+    head = ["mode", "n", "errors", "accuracy", "actions c/a/i", "correction", "fallback",
             "grounded (partly)", "cited (recall/precision)", "abstain ans./unans.", "med LM calls", "p90 LM calls",
             "med tokens",
             "med s/question", "p90 s/question"] + (["action acc."] if with_aa else []) \
@@ -305,7 +305,7 @@ def markdown_table(summary: dict[str, dict]) -> str:
         grounded = "-" if s["groundedness"] is None else \
             f"{_fmt(s['groundedness'], ' %')} ({_fmt(s['groundedness_partial'], ' %')})"
         rows.append([mode, _fmt(s["n"]), _fmt(s["errors"]), _fmt(s["accuracy"], " %"), acts,
-                     _fmt(s["correction_rate"], " %"), _fmt(s["escalation_rate"], " %"),
+                     _fmt(s["correction_rate"], " %"),
                      _fmt(s["fallback_rate"], " %"), grounded, _cited(s),
                      f"{_fmt(s['abstention_answerable'], ' %')} / {_fmt(s['abstention_unanswerable'], ' %')}",
                      _fmt(s["median_lm_calls"]), _fmt(s["p90_lm_calls"]), _fmt(s["median_tokens"]),

@@ -30,6 +30,7 @@ import numpy as np
 
 from optimize import injection_data as data
 from program.atomic import write_atomic
+from program.jsonl import read_objects
 from program.judges.instruction import JUDGE_FILE, InstructionJudge, embed, features, normalise
 from program.lm.model_files import cache_root
 
@@ -52,12 +53,12 @@ def rows(synthetic: int, seed: int = 0) -> tuple[list[str], list[int], list[str]
             groups.append(group)
         group += 1
 
-    first = data._read_jsonl(data.FIRST_SET / "cases.jsonl")
+    first = read_objects(data.FIRST_SET / "cases.jsonl")
     for case in first:
         add(data.payload_units(case), 1, "first-set")
     blind_train = []
     if (data.BLIND_SET / "cases.jsonl").exists():
-        blind_train = [c for c in data._read_jsonl(data.BLIND_SET / "cases.jsonl") if c.get("split") == "train"]
+        blind_train = [c for c in read_objects(data.BLIND_SET / "cases.jsonl") if c.get("split") == "train"]
     for case in blind_train:
         start = len(texts)
         add(data.payload_units(case), 1, "blind-train")
@@ -81,7 +82,7 @@ def _blind_train_clean(cases: list[dict]) -> list[str]:
     """The clean sentences of the blind set's train documents (its test documents are not read)."""
     ids = {c["document"] for c in cases} | {c.get("answer_document", c["document"]) for c in cases}
     injected = {c["injected_text"] for c in cases}
-    texts = [d["text"] for d in data._read_jsonl(data.BLIND_SET / "kb.jsonl") if d["id"] in ids]
+    texts = [d["text"] for d in read_objects(data.BLIND_SET / "kb.jsonl") if d["id"] in ids]
     for inj in injected:
         texts = [t.replace(inj, " ") for t in texts]
     return [u for t in texts for u in data.injection_units(t)]

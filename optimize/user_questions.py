@@ -21,6 +21,8 @@ import csv
 import json
 from pathlib import Path
 
+from program.jsonl import JsonlError, objects
+
 UNANSWERABLE_GOLD = ["don't know", "don't have reliable information", "not covered", "doesn't say", "does not say"]
 _TRUE, _FALSE = {"true", "yes", "1", "y"}, {"false", "no", "0", "n"}
 
@@ -77,19 +79,10 @@ def _row(raw: dict, where: str, number: int, csv_cell: bool) -> dict:
 
 
 def _jsonl_rows(path: Path, text: str) -> list[dict]:
-    rows = []
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise QuestionsFileError(f"{where}: not JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(raw, dict):
-            raise QuestionsFileError(f"{where}: expected an object, got {type(raw).__name__}")
-        rows.append(_row(raw, where, n, csv_cell=False))
-    return rows
+    try:
+        return [_row(raw, f"{path}:{n}", n, csv_cell=False) for n, raw in objects(path, text)]
+    except JsonlError as exc:
+        raise QuestionsFileError(str(exc)) from None
 
 
 def _csv_rows(path: Path, text: str) -> list[dict]:

@@ -23,6 +23,53 @@ class Action(str, Enum):
     AMBIGUOUS = "ambiguous"
 
 
+class Ending(str, Enum):
+    """How a question ended (``Outcome.ending``), apart from the route taken (``Action``)."""
+
+    DRAFT = "draft"  # answered by the reader's first answer
+    CORRECTED = "corrected"  # answered by the answer written again after CRAG's correction
+    DECLINED = "declined"  # nothing reliable remained: the honest fallback (``Outcome.reason`` says why)
+    STOPPED = "stopped"  # a cap was reached (``program.guards.caps``): the honest fallback
+    CLOSED_BOOK = "closed-book"  # answered without retrieval (Self-RAG's Retrieve = no, or the closed mode)
+    ANSWERED = "answered"  # a baseline's answer (rag, langgraph): no verdict was made
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one question ended, in one value (``CRAGResult.outcome``).
+
+    Attributes:
+        ending: the ``Ending``.
+        reason: one phrase saying why this answer or why the decline ("confidence 0.31 < accept
+            0.50", "the knowledge base never mentions 'velero'", "stopped: seconds cap 300 reached", ...);
+            "" for a baseline.
+        declined: the best answer written and held back (``DECLINED``); "" otherwise, and when
+            nothing was written.
+        strict: the answer shown is the claim check's stricter retry of the draft or the
+            corrected answer (Self-RAG §3.3).
+    """
+
+    ending: Ending = Ending.ANSWERED
+    reason: str = ""
+    declined: str = ""
+    strict: bool = False
+
+    @property
+    def fallback(self) -> bool:
+        """True when the honest fallback was given: declined, or stopped by a cap."""
+        return self.ending in (Ending.DECLINED, Ending.STOPPED)
+
+    def summary(self) -> str:
+        """One line: ``declined: <reason>``, ``stopped: ...`` or ``answered by the draft: <reason>``."""
+        if self.ending is Ending.STOPPED:
+            return self.reason
+        if self.fallback:
+            return f"declined: {self.reason}"
+        who = {Ending.DRAFT: "the draft", Ending.CORRECTED: "the corrected answer"}.get(self.ending, self.ending.value)
+        return f"answered by {'the stricter retry of ' if self.strict else ''}{who}" + (
+            f": {self.reason}" if self.reason else "")
+
+
 @dataclass
 class Passage:
     """One retrievable unit: a knowledge-base chunk or a web page.
@@ -260,22 +307,17 @@ class CRAGResult:
             standalone question it was rewritten into (``program.stages.followup``).
         asked: the follow-up as the user wrote it, when it was rewritten into ``question``; else "".
         answer: final answer text (``FALLBACK_ANSWER`` when the fallback fired).
-        action: the evaluator's action (``langgraph``: its route, CORRECT when every passage was
-            graded relevant, INCORRECT when one was not and it took the web route), or None when
+        action: the route taken, not how it ended (``outcome``) (``langgraph``: CORRECT when
+            every passage was graded relevant, INCORRECT when one was not and it took the web route), or None when
             no evaluator ran: the ``closed`` and ``rag`` modes, and a question the retrieval
             decider answered without retrieval (``retrieval_skipped``; Self-RAG's Retrieve = no
             is not one of CRAG's actions).
         confidence: the answer's probability of being right, in [0, 1]
             (``program.stages.draft.ConfidenceModel`` over the answer's checks); for the fallback,
-            that of the best answer declined (``declined``: the decline is right with probability
+            that of the best answer declined (``outcome.declined``: the decline is right with probability
             1 - confidence). ``rag`` reports its one answer's the same way.
-        declined: the best answer written when the program declined it (the fallback), else "".
-        declined_because: why it was declined, one phrase ("confidence 0.31 < accept 0.50",
-            "the knowledge base never mentions 'velero'", ...), else "".
-        answered_by: which answer is shown: ``draft``, ``corrected answer`` or ``stricter retry``
-            (``program.stages.verdict``); "" when declined, and for modes with no verdict.
-        reason: why this answer was given or declined, one phrase (``Verdict.reason``; equal to
-            ``declined_because`` when declined); "" for modes with no verdict.
+        outcome: how the question ended (``Outcome``: answered by the draft, after correction,
+            declined with its reason, closed-book, stopped by a cap; a baseline's ``answered``).
         draft: the reader's first answer (``crag`` and ``self-crag``), before any correction.
         draft_checks: the draft's checks (``program.stages.draft.DraftEvidence`` as a dict:
             support, premise, question_coverage, token_probability, passage_score, cited, abstained).
@@ -285,9 +327,7 @@ class CRAGResult:
         grades: per-chunk grades with reasons.
         strips: the knowledge strips kept after decompose-then-recompose.
         claims: the answer's claims with support verdicts.
-        fallback: True when nothing reliable remained and the honest fallback was given.
         retried: True when the stricter regeneration ran.
-        escalated: kept for the results' schema; the draft-first route never escalates (False).
         corrected_grades: the grades of the passages the correction found (the rewritten
             query's new knowledge-base passages and the web pages), when they were judged.
         usefulness: Self-RAG's IsUse for the final answer of the self-check, in [0, 1]
@@ -307,29 +347,30 @@ class CRAGResult:
     asked: str = ""
     draft: str = ""
     draft_checks: dict = field(default_factory=dict)
-    declined: str = ""
-    declined_because: str = ""
-    answered_by: str = ""
-    reason: str = ""
+    outcome: Outcome = field(default_factory=Outcome)
     citations: list[Citation] = field(default_factory=list)
     sentences: list[AnswerSentence] = field(default_factory=list)
     grades: list[ChunkGrade] = field(default_factory=list)
     strips: list[Strip] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
-    fallback: bool = False
     retried: bool = False
-    escalated: bool = False
     retrieval_skipped: bool = False
     corrected_grades: list[ChunkGrade] = field(default_factory=list)
     usefulness: float = -1.0
     trace: Trace = field(default_factory=Trace)
     mode: str = "self-crag"
 
+    @property
+    def fallback(self) -> bool:
+        """True when nothing reliable remained and the honest fallback was given (``Outcome.fallback``)."""
+        return self.outcome.fallback
+
     def to_dict(self) -> dict:
         """The result as plain data (the JSON of ``ask --json`` and of the service's ``POST /ask``):
         every field, the action's value, and the trace's totals (LM calls, tokens, seconds)."""
         d = asdict(self)
         d["action"] = self.action.value if self.action else None
+        d["outcome"]["ending"] = self.outcome.ending.value
         d["trace"]["lm_calls"] = self.trace.lm_calls
         d["trace"]["prompt_tokens"] = self.trace.prompt_tokens
         d["trace"]["completion_tokens"] = self.trace.completion_tokens

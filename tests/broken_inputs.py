@@ -116,7 +116,7 @@ BROKEN_CORPORA = {
     "binary file": (_binary_file, r"{path} is a binary file, not text \(NUL byte at offset 0\)"),
     "binary markdown": (_binary_markdown, r"{path} is a binary file, not text \(NUL byte at offset 12\)"),
     "not UTF-8": (_latin1, r"{path} is not UTF-8 text: byte 0xe9 at offset 24 \(line 1\); convert it"),
-    "truncated JSONL": (_truncated_jsonl, r"malformed JSONL at {path}:2: Unterminated string"),
+    "truncated JSONL": (_truncated_jsonl, r"malformed JSONL at {path}:2: not JSON: Unterminated string"),
     "JSONL line not an object": (_not_an_object, r"malformed JSONL at {path}:1: expected an object, got list"),
     "JSONL line without text": (_no_text_field, r"malformed JSONL at {path}:1: no text field"),
     "one 50 MB line": (_huge_line, r"line too long at {path}:1: 50\.\d MB; one document may hold at most 10\.0 MB"),

@@ -11,9 +11,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from program.retrieval.embedding import Embedder  # noqa: E402
-from program.types import Passage  # noqa: E402
-from signatures import (  # noqa: E402
+from program.retrieval.embedding import Embedder
+from program.types import Passage
+from signatures import (
     AnswerClosedBook,
     CheckClaimSupport,
     DecideRetrieval,
@@ -28,7 +28,7 @@ from signatures import (  # noqa: E402
     StandaloneQuestion,
     StripRelevance,
 )
-from tests.fake_lm import FakeLM, parse_list  # noqa: E402
+from tests.fake_lm import FakeLM, parse_list
 
 FOUNDING = "Acme Rockets was founded by Jane Roe in 1999."
 

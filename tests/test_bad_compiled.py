@@ -171,7 +171,7 @@ def test_ask_refuses_a_broken_compiled_folder_with_exit_2(name, tmp_path, capsys
     REFUSED[name][0](folder)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", str(folder), "--web", "none"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.fullmatch("error: " + _pattern(name, folder), err[0]), err
@@ -234,7 +234,8 @@ def test_the_cli_prints_warnings_as_one_line(tmp_path, capsys, monkeypatch):
     from tests.fake_lm import FakeLM
 
     monkeypatch.setattr("program.lm.configure.configure_lm",
-                        lambda *a: __import__("dspy").configure(lm=FakeLM(default_rules())) or FakeLM(default_rules()))
+                        lambda *a, **k: __import__("dspy").configure(lm=FakeLM(default_rules()))
+                        or FakeLM(default_rules()))
     def show(message, category, filename, lineno, file=None, line=None):  # Python's default, unlike pytest's
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from program.lm.adapter import escape_field_markers
-from program.stages.crag import CRAG, QuestionError
+from program.guards.question import QuestionError
+from program.stages.crag import CRAG
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 REFUSED = {
@@ -60,7 +61,7 @@ def test_ask_refuses_a_bad_question_before_loading_anything(name, capsys, monkey
     from program.app.cli import main
 
     question, message = REFUSED[name]
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     monkeypatch.setattr("program.app.resources.knowledge_base",
                         lambda *a: pytest.fail("no knowledge base should be loaded"))
     assert main(["ask", question]) == 2

@@ -52,7 +52,7 @@ def test_ask_refuses_a_bad_cap_in_one_line(monkeypatch, capsys):
     from program.app.cli import main
 
     monkeypatch.setenv("CRAG_MAX_CLAIMS", "0")
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     assert main(["ask", QUESTION, "--web", "none"]) == 2
     assert capsys.readouterr().err == "error: cap claims (CRAG_MAX_CLAIMS) must be > 0, got 0\n"
 

@@ -35,7 +35,7 @@ def test_index_reports_a_broken_corpus(tmp_path, capsys):
 
 @pytest.mark.parametrize("question, message", [("   ", "the question is empty"), ("x" * 2001, "the limit is 2000")])
 def test_ask_rejects_bad_questions_with_a_clear_error(question, message, capsys, monkeypatch):
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     assert main(["ask", question]) == 2
     assert message in capsys.readouterr().err
 
@@ -47,7 +47,7 @@ def test_ask_decide_retrieval_answers_a_greeting_without_sources(tmp_path, capsy
     from tests.conftest import FOUNDING, ListKnowledgeBase
 
     kb = ListKnowledgeBase([FOUNDING])
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: kb)
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     fake_lm.rules[AnswerClosedBook] = lambda i: {"answer": "Hello! How can I help?"}
@@ -66,7 +66,7 @@ def test_ask_appends_one_trace_line_per_step(tmp_path, capsys, monkeypatch, fake
 
     from tests.conftest import FOUNDING, ListKnowledgeBase
 
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([FOUNDING]))
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     trace = tmp_path / "trace" / "steps.jsonl"
@@ -99,14 +99,14 @@ def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
 
     # words found in no passage: the draft is incorrect; the correction finds nothing new (no web)
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base",
                         lambda *a: ListKnowledgeBase(["The Danube flows through ten countries."]))
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
     assert main(["ask", "Who founded Acme Rockets?", "--compiled", "none", "--web", "none"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == FALLBACK_ANSWER
-    assert re.fullmatch(r"action: incorrect  confidence: 0\.\d\d  fallback: True", lines[2])
+    assert re.fullmatch(r"action: incorrect  confidence: 0\.\d\d  outcome: declined", lines[2])
     assert float(lines[2].split()[3]) < 0.5
     assert re.fullmatch(r"declined \(confidence 0\.\d\d < accept 0\.50\): "
                         r"Acme Rockets was founded by Elon Musk \[1\]\.",
@@ -121,7 +121,7 @@ def test_ask_prints_the_answer_it_declined(capsys, monkeypatch, fake_lm):
 ])
 def test_serve_refuses_bad_flags_in_one_line_before_loading_a_model(args, message, capsys, monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and len(err.strip().splitlines()) == 1
@@ -139,7 +139,7 @@ def test_ask_says_why_it_declined_a_question_about_a_name_the_documents_never_wr
             return mentioned_in(word_set(p.text for p in self.passages), terms)
 
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Run etcdctl snapshot save [1]."}
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base",
                         lambda *a: Mentioning(["Back up etcd: run etcdctl snapshot save."]))
     assert main(["ask", "What's the Velero command to back up etcd?", "--compiled", "none", "--web", "none"]) == 0

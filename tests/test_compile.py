@@ -82,10 +82,12 @@ def test_compile_measures_every_predictor_and_saves(tmp_path, fake_compile):
     # grading everything "relevant" scores 1 on the dev rows labeled relevant, 0.5 on the other
     # rows in the "correct" band, 0 elsewhere
     from eval_sets.adversarial import load_rows
-    from optimize.predictor_metrics import grade_band
+    from optimize.predictor_metrics import LM_LOWER, LM_UPPER
+    from program.stages.decision import evaluator_action
 
     dev = compile_mod.sample_rows(load_rows("grading", "dev"), compile_mod.BUDGETS["light"][1])
-    expected = sum(1.0 if r["reason"] == "relevant" else 0.5 * (grade_band(r["relevance"]) == "correct") for r in dev)
+    expected = sum(1.0 if r["reason"] == "relevant" else
+                   0.5 * (evaluator_action(r["relevance"], LM_LOWER, LM_UPPER) == "correct") for r in dev)
     assert manifest["metrics_dev"]["grading"]["before"] == round(expected / len(dev), 4)
     t = manifest["thresholds"]
     assert 0 < t["lower"] <= t["upper"] <= 1

@@ -110,7 +110,7 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import OPERATING_POINT_FILE
     from program.judges.store import corpus_key
-    from program.stages.crag import DEFAULT_ACCEPT
+    from program.stages.settings import DEFAULT_ACCEPT
     from program.stages.draft import DEFAULT_BIAS, DEFAULT_WEIGHTS
 
     save_compiled(CRAG(knowledge_base=None), {"lm": "fake"}, tmp_path)
@@ -146,4 +146,4 @@ def test_the_confidence_model_and_the_operating_point_are_loaded(tmp_path, fake_
     assert load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None, accept=0.1).settings.accept == 0.1
     # at 0.8 the same answer (0.73) is declined
     declined = load_compiled(tmp_path, knowledge_base=kb, web=None, embedder=None)(question="Who founded Acme Rockets?")
-    assert declined.fallback and declined.declined == "Acme Rockets was founded by Jane Roe [1]."
+    assert declined.fallback and declined.outcome.declined == "Acme Rockets was founded by Jane Roe [1]."

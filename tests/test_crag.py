@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from program.stages.crag import CRAG, QuestionError
+from program.guards.question import QuestionError
+from program.stages.crag import CRAG
 from program.stages.draft import ConfidenceModel
 from program.types import FALLBACK_ANSWER, Action
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase, generate
@@ -89,7 +90,7 @@ def test_the_operating_point_moves_the_action_and_the_decline(fake_lm):
     result, _ = run([FOUNDING], web_pages=(), accept=0.999)
     # the correction found nothing new; the draft stays below accept: declined, with its confidence
     assert result.action is Action.AMBIGUOUS and result.fallback and result.answer == FALLBACK_ANSWER
-    assert result.declined == "Acme Rockets was founded by Jane Roe [1]." and 0.5 < result.confidence < 0.999
+    assert result.outcome.declined == "Acme Rockets was founded by Jane Roe [1]." and 0.5 < result.confidence < 0.999
     assert any(e.startswith("declined: confidence") for e in result.trace.events)
 
 
@@ -137,7 +138,7 @@ def test_fallback_when_no_claim_survives(fake_lm):
     assert result.fallback and result.answer == FALLBACK_ANSWER
     assert result.citations == []
     assert result.trace.events[-1] == "declined: no claim of the answer stands in its sources; honest fallback"
-    assert result.reason == result.declined_because == "no claim of the answer stands in its sources"
+    assert result.outcome.reason == "no claim of the answer stands in its sources"
 
 
 def test_a_confident_draft_whose_words_its_passage_lacks_does_not_hold_up(fake_lm):
@@ -148,11 +149,12 @@ def test_a_confident_draft_whose_words_its_passage_lacks_does_not_hold_up(fake_l
     fake_lm.rules[signatures.GenerateAnswer] = lambda i: {"answer": "Acme Rockets was founded by Elon Musk [1]."}
     result, web = run([FOUNDING], web_pages=(), accept=0.0, self_check=False)
     assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
-    assert result.declined == "Acme Rockets was founded by Elon Musk [1]." and result.draft_checks["support"] == 0.0
+    assert result.outcome.declined == "Acme Rockets was founded by Elon Musk [1]."
+    assert result.draft_checks["support"] == 0.0
     assert any("but" in e and "its own words are not in the cited passages (support 0.00)" in e
                for e in result.trace.events)
     assert result.trace.events[-1] == "declined: support 0.00: its own words are not in its passage; honest fallback"
-    assert result.declined_because == "support 0.00: its own words are not in its passage"
+    assert result.outcome.reason == "support 0.00: its own words are not in its passage"
 
 
 def test_fallback_when_web_fails_and_nothing_internal(fake_lm):
@@ -237,8 +239,8 @@ def test_a_question_naming_what_the_knowledge_base_never_writes_is_declined_in_o
     assert result.draft == "Acme Rockets was founded by Jane Roe [1]."
     assert result.draft_checks["unmentioned"] == ("acme",) and result.draft_checks["support"] == 1.0
     assert result.action is Action.INCORRECT and result.fallback and result.answer == FALLBACK_ANSWER
-    assert result.declined == result.draft and result.confidence == 0.0
-    assert result.declined_because == "the knowledge base never mentions 'acme'"
+    assert result.outcome.declined == result.draft and result.confidence == 0.0
+    assert result.outcome.reason == "the knowledge base never mentions 'acme'"
     assert sum(fake_lm.calls.values()) == 1  # no rewrite: the same documents cannot name Acme
     assert "the knowledge base never mentions 'acme'" in " ".join(result.trace.events)
 
@@ -268,7 +270,7 @@ def test_a_time_the_documents_do_not_cover_is_declined_not_answered_as_today(que
     assert result.draft == "The monthly plan fee is 5 dollars [1]."
     assert result.draft_checks["unmentioned"] == (condition,)
     assert result.fallback and result.answer == FALLBACK_ANSWER and result.confidence == 0.0
-    assert result.declined_because == f"the knowledge base never mentions {condition!r}"
+    assert result.outcome.reason == f"the knowledge base never mentions {condition!r}"
     # the same question about today, or about a time the documents write, is answered
     for asked in ("What is the monthly plan fee?", "What was the monthly plan fee in 2075?"):
         text = FEE + (" From 2075 the fee is 9 dollars." if "2075" in asked else "")
@@ -293,8 +295,8 @@ def test_crag_checks_the_claims_of_an_answer_near_its_operating_point(fake_lm):
     assert result.fallback and result.answer == FALLBACK_ANSWER and not result.retried
     assert [(c.text, c.support, c.kept) for c in result.claims] == [
         ("Acme Rockets was founded by Jane Roe in 2005.", "no", False)]
-    assert result.declined == "Acme Rockets was founded by Jane Roe in 2005 [1]."
-    assert result.declined_because == "no claim of the answer stands in its sources"
+    assert result.outcome.declined == "Acme Rockets was founded by Jane Roe in 2005 [1]."
+    assert result.outcome.reason == "no claim of the answer stands in its sources"
     verify = next(s for s in result.trace.steps if s.step == "verify")
     assert verify.notes.endswith("accept 0.00 + band 1.00: 0 of 1 claim(s) supported")
     assert fake_lm.calls["GenerateStrictAnswer"] == 0  # no retry: that is self-crag's

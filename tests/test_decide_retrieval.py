@@ -25,7 +25,7 @@ def test_a_greeting_skips_retrieval_and_answers_closed_book(fake_lm):
     assert kb.queries == [] and web.queries == []
     assert result.action is None and result.confidence == 0.0 and result.mode == "self-crag"
     assert result.grades == [] and result.strips == [] and result.claims == [] and result.citations == []
-    assert not result.fallback and not result.escalated
+    assert not result.fallback
     assert [(s.step, s.lm_calls) for s in result.trace.steps] == [("decide-retrieval", 1), ("answer-closed-book", 1)]
     assert result.trace.lm_calls == 2 == sum(fake_lm.calls.values())
     assert dict(fake_lm.calls) == {"DecideRetrieval": 1, "AnswerClosedBook": 1}

@@ -8,7 +8,8 @@ import pytest
 
 from program.lm.token_scores import field_text_probability
 from program.stages.decision import decide, holds_up
-from program.stages.draft import ConfidenceModel, DraftEvidence, asked_names, check_draft, premise_terms
+from program.question import asked_names, premise_terms
+from program.stages.draft import ConfidenceModel, DraftEvidence, check_draft
 from program.types import Action, Strip
 
 Q = "What is the default maxUnavailable for a Deployment's rolling update?"
@@ -157,6 +158,6 @@ def test_numbers_the_passages_never_write_are_not_grounded():
     ("Is API version 2024-03-01 the same thing as the v2 API?", set()),  # a version's date is a name
     ("How many days do I have to dispute a charge?", set())])
 def test_the_time_a_question_is_set_at_is_one_of_its_premises(question, times):
-    from program.stages.draft import asked_times
+    from program.question import asked_times
 
     assert asked_times(question) == times

@@ -15,7 +15,7 @@ import pytest
 from eval_sets.popqa import load_questions
 from optimize import eval_data, evaluate
 from optimize.metrics import answer_correct, median
-from program.types import Action, CRAGResult, StepCost, Trace
+from program.types import Action, CRAGResult, Ending, Outcome, StepCost, Trace
 
 # --- sampler -------------------------------------------------------------------------------
 
@@ -84,9 +84,9 @@ def _result(question: str, answer: str, action: Action | None, fallback: bool = 
             calls: int = 1, pt: int = 100, ct: int = 10, confidence: float = 0.5, draft: str = "",
             declined: str = "") -> CRAGResult:
     trace = Trace(steps=[StepCost("generate", lm_calls=calls, prompt_tokens=pt, completion_tokens=ct, seconds=0.1)])
-    return CRAGResult(question=question, answer=answer, action=action, confidence=confidence,
-                      fallback=fallback, trace=trace, draft=draft, declined=declined,
-                      draft_checks={"support": 1.0} if draft else {})
+    outcome = Outcome(Ending.DECLINED, "below accept", declined) if fallback else Outcome()
+    return CRAGResult(question=question, answer=answer, action=action, confidence=confidence, outcome=outcome,
+                      trace=trace, draft=draft, draft_checks={"support": 1.0} if draft else {})
 
 
 @pytest.fixture

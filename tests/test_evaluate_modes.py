@@ -145,7 +145,8 @@ def test_all_modes_figures(run_eval, capsys):
                                  "ambiguous": {"correct": 0, "ambiguous": 0, "incorrect": 0},
                                  "incorrect": {"correct": 0, "ambiguous": 0, "incorrect": 2}}
     assert rag["confusion"] is None
-    assert crag["escalation_rate"] == 0.0 and crag["fallback_rate"] == 50.0  # q3 declined, q4 nothing found
+    # q3 declined, q4 nothing found
+    assert crag["outcomes"] == {"draft": 1, "corrected": 1, "declined": 2} and crag["fallback_rate"] == 50.0
     # abstention: crag's fallback on the answerable q3 and the unanswerable q4; rag's "I don't know." on q2 and q4
     assert (crag["abstention_answerable"], crag["abstention_unanswerable"]) == (33.3, 100.0)
     assert (rag["abstention_answerable"], rag["abstention_unanswerable"]) == (33.3, 100.0)

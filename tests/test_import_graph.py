@@ -115,11 +115,13 @@ def test_an_unexplained_function_import_is_found(tmp_path):
 
 def test_the_program_top_level_holds_only_shared_modules():
     """The program's parts live in packages (stages, judges, adaptation, retrieval, web, lm, guards, app); at the
-    top only what every part shares: the typed objects between stages, text helpers, paths,
-    environment flags, atomic writes and the knowledge base's state (blobs written atomically,
-    read by the judges and kept by the knowledge bases)."""
+    top only what every part shares: the typed objects between stages, the question parsed once,
+    text helpers, paths, environment flags, atomic writes, JSON lines read one way and the
+    knowledge base's state (blobs written atomically, read by the judges and kept by the
+    knowledge bases)."""
     top = sorted(f.name for f in (ROOT / "program").glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "paths.py", "state.py", "text.py", "types.py"]
+    assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "jsonl.py", "paths.py", "question.py",
+                   "state.py", "text.py", "types.py"]
     packages = sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file())
     assert packages == ["adaptation", "app", "guards", "judges", "lm", "retrieval", "stages", "web"]
 

@@ -73,7 +73,7 @@ def measured(tmp_path, monkeypatch, embedder):
 
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     lm = FakeLM(rules(load_cases()))
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: lm)
     import dspy
 
     with dspy.context(lm=lm):
@@ -141,7 +141,7 @@ def test_a_split_of_another_set_is_measured_with_language_and_style_rows(tmp_pat
 
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     lm = FakeLM(rules(load_cases(BLIND / "cases.jsonl")))
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: lm)
     import dspy
 
     with dspy.context(lm=lm):

@@ -21,9 +21,10 @@ def test_each_judgment_is_chosen_by_the_mean_of_its_sets_and_ties_go_to_the_chea
                                   "popqa": {"lm": 0.5, "trained": 0.7, "cascade": 0.6}}, seen),
                 STRIP: figures({"adversarial": {"lm": 0.6, "trained": 0.6, "cascade": 0.6}}, seen),
                 SUPPORT: figures({}, seen)}
-    report = choose(judges, {"grading": [1, 2, 3], "strips": [1, 2]}, {"grading": [1]}, measures=measures)
+    report, chosen = choose(judges, {"grading": [1, 2, 3], "strips": [1, 2]}, {"grading": [1]}, measures=measures)
     assert report["passage"]["chosen"] == "lm" and report["passage"]["lm"] == 0.7 and report["passage"]["dev_rows"] == 4
     assert report["strip"]["chosen"] == "trained"  # a three-way tie: the cheapest
     assert report["support"] == {"chosen": "trained", "dev_rows": 0, "note": "LM not measured in this compile"}
-    assert [judges.choice(j).use for j in (PASSAGE, STRIP, SUPPORT)] == ["lm", "trained", "trained"]
+    assert [chosen.choice(j).use for j in (PASSAGE, STRIP, SUPPORT)] == ["lm", "trained", "trained"]
+    assert judges.choices == toy_judges().choices  # the judges given are left as they were
     assert seen == [("adversarial", 3, True), ("popqa", 1, True), ("adversarial", 2, True)]

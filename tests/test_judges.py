@@ -11,7 +11,8 @@ import pytest
 
 from program.judges import JudgeChoice, JudgeSet, JudgesFileError, LinearJudge, load_judges, save_judges
 from program.judges.judgments import STRIP
-from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, entity_names, name_phrase,
+from program.question import entity_names
+from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, name_phrase,
                                      passage_features)
 from program.stages.crag import CRAG
 from program.stages.stale import set_aside_stale, source_status

@@ -49,7 +49,7 @@ def test_all_passages_relevant_no_rewrite_no_web(fake_lm):
     assert [s.source_id for s in result.strips] == ["doc0#0", "doc1#0", "doc2#0"]
     assert result.answer == "Acme Rockets was founded by Jane Roe [1]."
     assert [(c.number, c.source_id) for c in result.citations] == [(1, "doc0#0")]
-    assert not result.fallback and not result.escalated
+    assert not result.fallback
 
 
 def test_one_passage_irrelevant_rewrites_and_adds_three_web_texts(fake_lm):
@@ -193,7 +193,7 @@ def test_evaluate_compares_rag_and_langgraph(run_eval, fake_lm, monkeypatch, cap
     # answers it); q4 abstains, rightly. rag says "I don't know." to q2.
     assert (rag["accuracy"], lg["accuracy"]) == (75.0, 100.0)
     assert lg["actions"] == {"correct": 0, "ambiguous": 0, "incorrect": 4} and rag["actions"] is None
-    assert lg["correction_rate"] == 100.0 and lg["escalation_rate"] == 0.0 and lg["fallback_rate"] == 0.0
+    assert lg["correction_rate"] == 100.0 and lg["outcomes"] == {"answered": 4} and lg["fallback_rate"] == 0.0
     assert lg["action_accuracy"] == 50.0
     assert lg["confusion"] == {"correct": {"correct": 0, "ambiguous": 0, "incorrect": 2},
                                "ambiguous": {"correct": 0, "ambiguous": 0, "incorrect": 0},

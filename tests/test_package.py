@@ -46,6 +46,9 @@ def test_the_wheel_holds_the_compile_the_data_and_the_command(wheel):
     assert {data + f for f in COMPILED} <= names
     assert {"eval_sets/popqa/knowledge_base.jsonl", "eval_sets/popqa/web_snapshot.jsonl",
             "program/app/service/page/index.html"} <= names
+    # what the installed program runs, and nothing of the compile, the studies or the labeled sets
+    assert {n.split("/")[0] for n in names if n.endswith(".py")} == {"program", "signatures", "eval_sets"}
+    assert {n.split("/")[1] for n in names if n.startswith("eval_sets/") and n.count("/") > 1} == {"popqa"}
     entry = zipfile.ZipFile(wheel).read("crag_dspy-0.1.0.dist-info/entry_points.txt").decode()
     assert "crag = program.app.cli:main" in entry
 

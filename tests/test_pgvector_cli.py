@@ -27,7 +27,7 @@ def uncompiled(tmp_path, fake_lm, monkeypatch):
     from program.app.compiled import save_compiled
     from program.stages.crag import CRAG
 
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     save_compiled(CRAG(None), {"lm": "fake"}, tmp_path / "compiled")
     return tmp_path / "compiled"
 

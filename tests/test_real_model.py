@@ -68,7 +68,7 @@ def test_real_model_with_the_compiled_judges(program):
     # a kept strip is drafted from; none kept goes straight to the decision and the correction
     assert result.trace.lm_calls >= 1 and steps[2:5] in (["refine", "draft", "decide"], ["refine", "decide", "rewrite"])
     # an answer that was not declined went through the claim check and IsUse (trained judges)
-    assert ("usefulness" in steps) is (not result.declined)
+    assert ("usefulness" in steps) is (not result.outcome.declined)
 
 
 def test_real_model_grades_with_token_probabilities(program):

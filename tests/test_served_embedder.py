@@ -259,7 +259,7 @@ def test_ask_answers_from_a_knowledge_base_the_server_embedded(server, tmp_path,
     srv = server()
     docs = write_docs(tmp_path / "docs")
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)  # the judges' MiniLM is not this test's
     assert main(["ask", "Who founded Acme Rockets?", "--kb", str(docs), "--embedder", f"{srv.base}#{MODEL}",
                  "--compiled", "none", "--web", "none"]) == 0

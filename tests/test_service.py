@@ -126,8 +126,9 @@ def test_an_off_topic_retrieval_streams_the_correction(service):
         [("initial", ["danube.md#0"]), ("corrected", ["acme.md#0"])]  # the rewritten query found the Acme page
     # the answer written from it is about Acme, not the Danube (premise and coverage 0): declined
     result = data["result"]["result"]
-    assert result["fallback"] and result["answer"] == "I don't have reliable information on this."
-    assert result["declined"] == "Acme Rockets was founded by Jane Roe [1]." and result["confidence"] < 0.5
+    assert result["outcome"]["ending"] == "declined"
+    assert result["answer"] == "I don't have reliable information on this."
+    assert result["outcome"]["declined"] == "Acme Rockets was founded by Jane Roe [1]." and result["confidence"] < 0.5
     assert result["citations"] == []
     # who judged: no trained judge, so passages by retrieval similarity and the rest by the LM
     assert data["result"]["result"]["trace"]["judges"]["adapted"] is False

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from optimize.training.pairs import chunk_key, names_subject, popqa_support_pairs, states_answer
-from program.adaptation.calibrate import action_of, calibrate_actions, calibrate_support, f1, popqa_expected
+from program.stages.decision import evaluator_action
+from program.adaptation.calibrate import calibrate_actions, calibrate_support, f1, popqa_expected
 from program.adaptation.pairs import perturb
 
 
@@ -50,7 +51,7 @@ def test_calibrate_actions_finds_the_separating_thresholds():
     expected = {"a": "correct", "b": "correct", "c": "ambiguous", "d": "ambiguous", "e": "incorrect", "f": "incorrect"}
     t = calibrate_actions(best, expected)
     assert t["train_action_accuracy"] == 1.0
-    assert all(action_of(best[q], t["lower"], t["upper"]) == a for q, a in expected.items())
+    assert all(evaluator_action(best[q], t["lower"], t["upper"]) == a for q, a in expected.items())
 
 
 def test_calibrate_support_three_verdicts():
@@ -66,8 +67,8 @@ def test_f1_of_kept_strips():
 
 
 @pytest.mark.parametrize("best,action", [(0.7, "correct"), (0.3, "ambiguous"), (0.05, "incorrect")])
-def test_action_of(best, action):
-    assert action_of(best, 0.1, 0.6) == action
+def test_evaluator_action(best, action):
+    assert evaluator_action(best, 0.1, 0.6) == action
 
 
 class _BatchKB:

@@ -12,7 +12,7 @@ from program.stages.draft import ConfidenceModel, Draft, DraftEvidence
 from program.stages.selfcheck import strip_citations
 from program.stages.settings import CRAGSettings
 from program.stages.verdict import SELF_CHECK, VERIFY, Checked, Corrected, chosen, claim_check, verdict
-from program.types import FALLBACK_ANSWER, Action, Claim, Strip
+from program.types import FALLBACK_ANSWER, Action, Claim, Ending, Strip
 from tests.conftest import FOUNDING, FakeWeb, ListKnowledgeBase, generate
 from tests.test_crag import LOOK_ALIKE, OFF_TOPIC, Q, WEB_PAGE, MentioningKnowledgeBase
 
@@ -103,45 +103,50 @@ def cap_reached(fake_lm):
     return _ask(ListKnowledgeBase([OFF_TOPIC]), web=FakeWeb([WEB_PAGE]), caps=QuestionCaps(lm_calls=1))
 
 
-# route -> (action, answered_by, the reason's beginning)
+NO_CLAIM = "no claim of the answer stands in its sources"
+# route -> (action, how it ended, the stricter retry's answer shown, the reason's beginning)
 ROUTES = {
-    correct_unchecked: (Action.CORRECT, "draft", "the draft holds up: confidence"),
-    correct_self_checked: (Action.CORRECT, "draft", "the draft holds up"),
-    correct_verified_then_declined: (Action.CORRECT, "", "no claim of the answer stands in its sources"),
-    correct_verified_claim_dropped: (Action.CORRECT, "draft", "the draft holds up"),
-    incorrect_corrected_from_the_web: (Action.INCORRECT, "corrected answer", "the corrected answer holds up"),
-    incorrect_nothing_found: (Action.INCORRECT, "", "no answer was written"),
-    incorrect_support_declined: (Action.INCORRECT, "", "support 0.00: its own words are not in its passage"),
-    incorrect_unmentioned_no_web: (Action.INCORRECT, "", "the knowledge base never mentions 'acme'"),
-    ambiguous_corrected: (Action.AMBIGUOUS, "corrected answer", "the corrected answer holds up"),
-    ambiguous_below_accept: (Action.AMBIGUOUS, "", "confidence 0."),
-    self_check_retry_kept: (Action.CORRECT, "stricter retry", "the draft holds up"),
-    self_check_retry_then_claim_dropped: (Action.CORRECT, "stricter retry", "the draft holds up"),
-    self_check_retry_then_declined: (Action.CORRECT, "", "no claim of the answer stands in its sources"),
-    cap_reached: (None, "", "stopped: lm_calls cap of 1 reached"),
+    correct_unchecked: (Action.CORRECT, Ending.DRAFT, False, "the draft holds up: confidence"),
+    correct_self_checked: (Action.CORRECT, Ending.DRAFT, False, "the draft holds up"),
+    correct_verified_then_declined: (Action.CORRECT, Ending.DECLINED, False, NO_CLAIM),
+    correct_verified_claim_dropped: (Action.CORRECT, Ending.DRAFT, False, "the draft holds up"),
+    incorrect_corrected_from_the_web: (Action.INCORRECT, Ending.CORRECTED, False, "the corrected answer holds up"),
+    incorrect_nothing_found: (Action.INCORRECT, Ending.DECLINED, False, "no answer was written"),
+    incorrect_support_declined: (Action.INCORRECT, Ending.DECLINED, False,
+                                 "support 0.00: its own words are not in its passage"),
+    incorrect_unmentioned_no_web: (Action.INCORRECT, Ending.DECLINED, False,
+                                   "the knowledge base never mentions 'acme'"),
+    ambiguous_corrected: (Action.AMBIGUOUS, Ending.CORRECTED, False, "the corrected answer holds up"),
+    ambiguous_below_accept: (Action.AMBIGUOUS, Ending.DECLINED, False, "confidence 0."),
+    self_check_retry_kept: (Action.CORRECT, Ending.DRAFT, True, "the draft holds up"),
+    self_check_retry_then_claim_dropped: (Action.CORRECT, Ending.DRAFT, True, "the draft holds up"),
+    self_check_retry_then_declined: (Action.CORRECT, Ending.DECLINED, False, NO_CLAIM),
+    cap_reached: (None, Ending.STOPPED, False, "stopped: lm_calls cap of 1 reached"),
 }
 
 
 def assert_agrees(result) -> None:
-    """The result's action, answer, decline, reason and trace tell one story."""
+    """The result's action, answer, outcome and trace tell one story."""
     steps, events = [s.step for s in result.trace.steps], result.trace.events
-    assert result.fallback == (result.answer == FALLBACK_ANSWER) == (result.answered_by == "")
-    assert result.reason
+    outcome = result.outcome
+    answered = outcome.ending in (Ending.DRAFT, Ending.CORRECTED)
+    assert result.fallback == (result.answer == FALLBACK_ANSWER) == (not answered)
+    assert outcome.reason
     if result.fallback:
-        assert result.declined_because == result.reason
         assert result.citations == [] and result.sentences == [] and "cite" not in steps
-        assert events[-1] in (f"declined: {result.reason}; honest fallback", f"{result.reason}; honest fallback")
+        assert events[-1] in (f"declined: {outcome.reason}; honest fallback", f"{outcome.reason}; honest fallback")
     else:
-        assert result.declined == result.declined_because == ""
-        assert events[-1] == f"answered by the {result.answered_by}: {result.reason}"
+        assert outcome.declined == ""
+        assert events[-1] == outcome.summary()
+        assert events[-1].startswith("answered by the stricter retry of the " if outcome.strict else "answered by the ")
         assert steps[-1] == "cite" and result.citations
     if result.action is not None:
         assert any(e.startswith(f"action={result.action.value} ") for e in events)
     corrected = "rewrite" in steps or any(e.endswith("no correction") for e in events)
     assert corrected == (result.action in (Action.INCORRECT, Action.AMBIGUOUS))
-    if result.answered_by == "corrected answer":
+    if outcome.ending is Ending.CORRECTED:
         assert "generate" in steps and "kept the corrected answer" in " ".join(events)
-    if result.answered_by == "stricter retry":
+    if outcome.strict:
         assert result.retried and "generate-strict" in steps
     assert bool(result.claims) <= bool({"verify", "self-check"} & set(steps))
     kept = [c for c in result.claims if c.kept]
@@ -149,22 +154,22 @@ def assert_agrees(result) -> None:
         assert claim.kept == (claim.support != "no")
         if not result.fallback:
             assert (strip_citations(claim.text) in strip_citations(result.answer)) == claim.kept
-    if result.answered_by == "draft" and len(kept) == len(result.claims):
+    if outcome.ending is Ending.DRAFT and not outcome.strict and len(kept) == len(result.claims):
         assert strip_citations(result.answer) == strip_citations(result.draft)
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.__name__)
 def test_every_route_ends_in_one_verdict_its_result_and_trace_agree_on(fake_lm, route):
     result = route(fake_lm)
-    action, answered_by, reason = ROUTES[route]
-    assert (result.action, result.answered_by) == (action, answered_by)
-    assert result.reason.startswith(reason), result.reason
+    action, ending, strict, reason = ROUTES[route]
+    assert (result.action, result.outcome.ending, result.outcome.strict) == (action, ending, strict)
+    assert result.outcome.reason.startswith(reason), result.outcome.reason
     assert_agrees(result)
 
 
 def test_a_claim_dropped_is_named_in_the_reason(fake_lm):
     result = correct_verified_claim_dropped(fake_lm)
-    assert result.reason.endswith("; 1 of 2 claim(s) supported, 1 dropped")
+    assert result.outcome.reason.endswith("; 1 of 2 claim(s) supported, 1 dropped")
     assert result.answer.startswith("Acme Rockets was founded by Jane Roe in 1999") and "NASA" not in result.answer
 
 
@@ -203,4 +208,4 @@ def test_the_verdict_leaves_the_checked_claims_as_they_were():
     out = verdict(_draft(), Decision(Action.CORRECT, 0.8), None, Checked(SELF_CHECK, "x", claims),
                   CRAGSettings(accept=0.5))
     assert [c.kept for c in out.claims] == [True, False] and [c.kept for c in claims] == [True, True]
-    assert out.answer == "Jane Roe founded it. [1]" and out.answered_by == "draft"
+    assert out.answer == "Jane Roe founded it. [1]" and out.outcome.ending is Ending.DRAFT

@@ -20,7 +20,7 @@ def cli(fake_lm, monkeypatch, tmp_path):
     monkeypatch.setenv("CRAG_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("CRAG_WEB", "SEARXNG_URL", "CRAG_WEB_ALLOW", "CRAG_WEB_BLOCK"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a: ListKnowledgeBase([OFF_TOPIC]))
     # no embedder for the refiner (the instruction judge embeds with the packaged one regardless)
     monkeypatch.setattr("program.app.resources.embedder", lambda: None)
@@ -34,7 +34,7 @@ def test_ask_answers_through_searxng_on_loopback(cli, web_server, capsys):
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     acme, danube, error = (f"{web_server.base}/pages/{n}" for n in ("acme.html", "danube.html", "error.html"))
-    assert result["action"] == "incorrect" and not result["fallback"]
+    assert result["action"] == "incorrect" and result["outcome"]["ending"] == "corrected"
     assert result["answer"] == "Acme Rockets was founded by Jane Roe [1]."
     (web,) = result["trace"]["web"]
     assert (web["question"], web["query"], web["backend"]) == (Q, "Acme Rockets founder", "searxng")  # the rewrite
@@ -60,7 +60,8 @@ def test_ask_with_a_scope_that_drops_everything_abstains(cli, web_server, capsys
     code = main(["ask", Q, "--web", "searxng", "--searx-url", web_server.base, "--allow-private-urls",
                  "--web-allow", "wikipedia.org", "--json"])
     result = json.loads(capsys.readouterr().out)
-    assert code == 0 and result["fallback"] and result["answer"] == "I don't have reliable information on this."
+    assert code == 0 and result["outcome"]["ending"] == "declined"
+    assert result["answer"] == "I don't have reliable information on this."
     assert result["trace"]["web"][0]["dropped_by_scope"] == 3
     assert ("web path failed: all 3 hits are outside the allowed sources (3 dropped by scope)"
             in result["trace"]["events"])
@@ -83,6 +84,6 @@ def test_ask_without_private_urls_refuses_the_loopback_pages(cli, web_server, ca
 ])
 def test_ask_reports_a_backend_that_cannot_be_set_up(args, message, cli, capsys, monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a: pytest.fail("no model should be loaded"))
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda *a, **k: pytest.fail("no model should be loaded"))
     assert main(["ask", Q, *args]) == 2
     assert capsys.readouterr().err.startswith(message)

@@ -104,7 +104,7 @@ def test_the_web_path_keeps_the_snippet_and_reports_the_refusal(web_config, fake
 class _Page(Handler):
     """Serves one HTML page naming the server (``server.label``) and records each request's Host."""
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):  # http.server's name
         self.server.hosts.append(self.headers["Host"])
         self._send(200, f"<html><body><main><p>{self.server.label}: the page's text.</p></main></body></html>")
 

@@ -35,6 +35,7 @@ import random
 from pathlib import Path
 
 from program.atomic import write_atomic
+from program.jsonl import read_objects
 
 POPQA_DIR = Path(__file__).resolve().parent
 QUESTIONS_PATH = POPQA_DIR / "questions.dev.jsonl"
@@ -70,14 +71,13 @@ _FIELDS = ("id", "question", "possible_answers", "relation", "subject")
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSON-lines file into a list of dicts (blank lines skipped).
+    """Read a JSON-lines file into a list of dicts (blank lines skipped; ``program.jsonl``).
 
     Raises:
         FileNotFoundError: the file does not exist.
-        json.JSONDecodeError: a line is not valid JSON.
+        program.jsonl.JsonlError: a line is not a JSON object.
     """
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_objects(path)
 
 
 def round_robin_order(rows: list[dict], seed: int = 0, key: str = "relation") -> list[dict]:

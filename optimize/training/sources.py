@@ -43,7 +43,7 @@ from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 ROOT = Path(__file__).resolve().parents[2]  # the project: eval_sets/, program/ and optimize/ are under it
 # the code that turns labeled rows into pairs: a change builds them again
 SOURCES_CODE = ["optimize/training/sources.py", "optimize/training/pairs.py", "program/adaptation/pairs.py",
-                "program/judges/features.py", "program/judges/judgments.py"]
+                "program/judges/features.py", "program/judges/judgments.py", "program/question.py"]
 
 
 def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:

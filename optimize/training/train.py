@@ -31,7 +31,8 @@ from eval_sets import adversarial
 from eval_sets.adversarial import KB_DIR
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions, read_jsonl
 from optimize.training import pairs as jd
-from program.adaptation.calibrate import (GRID, action_of, auc, calibrate_actions, calibrate_support_sets, f1,
+from program.stages.decision import evaluator_action
+from program.adaptation.calibrate import (GRID, auc, calibrate_actions, calibrate_support_sets, f1,
                                           group_runs, popqa_expected, question_best, support_accuracy)
 from program.adaptation.fit import (LABELED_SUPPORT_WEIGHT, POPQA_CLAIM_WEIGHT, fit_judge, out_of_fold, pair_scores,
                                     trained_set)
@@ -201,16 +202,16 @@ def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder
                              [s for s, k in zip(adv_scores, top3) if k])
     expected = {r["id"]: r["expected_action"] for r in adv["queries"]["dev"] if r.get("needs_retrieval", True)}
     ta = judges.thresholds_for(adversarial_kb)  # calibrated on the adversarial train queries
-    predicted = {q: action_of(best_adv.get(q, 0.0), ta["lower"], ta["upper"]) for q in expected}
+    predicted = {q: evaluator_action(best_adv.get(q, 0.0), ta["lower"], ta["upper"]) for q in expected}
     grading = jd.adversarial_passage_pairs(adv[PASSAGE.rows]["dev"], [], adversarial_kb, embedder)
     grade_scores = pair_scores(judges, PASSAGE, grading)
-    bands = [action_of(r, 0.2, 0.6) for r in grading.targets]  # relevance label -> band, as the LM's metric
+    bands = [evaluator_action(r, 0.2, 0.6) for r in grading.targets]  # relevance label -> band, as the LM's metric
     return {
         "queries": len(expected),
         "action_accuracy": round(float(np.mean([predicted[q] == expected[q] for q in expected])), 4),
         "confusion": confusion(expected, predicted),
         "thresholds": {"lower": ta["lower"], "upper": ta["upper"]},
-        "grading_band_accuracy": round(float(np.mean([action_of(s, ta["lower"], ta["upper"]) == b
+        "grading_band_accuracy": round(float(np.mean([evaluator_action(s, ta["lower"], ta["upper"]) == b
                                                        for s, b in zip(grade_scores, bands)])), 4),
         "grading_auc": auc(grading.labels, grade_scores)}
 

@@ -13,6 +13,8 @@ import itertools
 
 import numpy as np
 
+from program.stages.decision import evaluator_action
+
 
 GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
 
@@ -30,10 +32,6 @@ def f1(labels, kept) -> float:
     return round(float(2 * tp / (labels.sum() + kept.sum())), 4) if labels.sum() + kept.sum() else 1.0
 
 
-def action_of(best: float, lower: float, upper: float) -> str:
-    return "correct" if best >= upper else "incorrect" if best < lower else "ambiguous"
-
-
 def question_best(groups, scores) -> dict:
     best: dict = {}
     for g, s in zip(groups, scores):
@@ -47,7 +45,7 @@ def calibrate_actions(best: dict, expected: dict) -> dict:
     ties go to the narrower band."""
 
     def accuracy(lower, upper):
-        return float(np.mean([action_of(best.get(q, 0.0), lower, upper) == a for q, a in expected.items()]))
+        return float(np.mean([evaluator_action(best.get(q, 0.0), lower, upper) == a for q, a in expected.items()]))
 
     lower, upper = max(((lo, up) for lo, up in itertools.product(GRID, GRID) if lo <= up),
                        key=lambda p: (round(accuracy(*p), 4), -abs(p[1] - p[0])))

@@ -147,7 +147,7 @@ def _ask(args) -> int:
     from program.app.flags import use_embedder
     from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
     from program.judges.judgments import PASSAGE
-    from program.stages.crag import QuestionError, validate_question
+    from program.guards.question import QuestionError, validate_question
 
     try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
@@ -190,11 +190,9 @@ def _answer(args, program):
     from program.retrieval import EmbeddingError, KnowledgeBaseError
 
     try:
-        lm = configure_lm(args.model, args.api_base)
+        lm = configure_lm(args.model, args.api_base, cache=not args.no_cache)
     except (ModelFilesError, ValueError) as exc:  # e.g. the embedded model's chunk wheels are not installed
         return str(exc)
-    if args.no_cache:
-        lm.cache = False
     recorder = StepRecorder(JsonlTrace(args.trace_jsonl)) if args.trace_jsonl else None
     try:
         with dspy.context(callbacks=[recorder] if recorder else []):
@@ -225,8 +223,8 @@ def _print_result(result, config, args) -> None:
         print("\nretrieval skipped: the question needs no sources; answered without them")
     else:
         print(f"\naction: {result.action.value if result.action else 'none'}  confidence: {result.confidence:.2f}  "
-              f"fallback: {result.fallback}")
-        if result.fallback or result.reason:
+              f"outcome: {result.outcome.ending.value}")
+        if result.outcome.reason:
             print(_verdict_line(result))
     for c in result.citations:
         print(f"[{c.number}] {c.label}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
@@ -259,12 +257,12 @@ def _web_line(config, args) -> str:
 
 
 def _verdict_line(result) -> str:
-    """``declined (<why>): <the answer held back>`` or ``answered by the <draft|corrected answer|stricter
-    retry>: <why>`` (``program.stages.verdict``)."""
-    if result.fallback:
-        held_back = result.declined or "no answer was written"
-        return f"declined ({result.declined_because or 'below the operating point'}): {held_back}"
-    return f"answered by the {result.answered_by}: {result.reason}"
+    """How the question ended (``program.types.Outcome``): ``declined (<why>): <the answer held
+    back>``, ``stopped: <cap>`` or ``answered by the <draft|corrected answer>: <why>``."""
+    outcome = result.outcome
+    if outcome.fallback and outcome.ending.value == "declined":
+        return f"declined ({outcome.reason}): {outcome.declined or 'no answer was written'}"
+    return outcome.summary()
 
 
 def judges_line(report: dict) -> str:

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from program.guards.caps import QuestionCaps
 from program.adaptation.reader_demo import load_reader_demo, with_reader_demo
 from program.app import resources
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, CompiledError, check_dspy_version, evaluator_thresholds,
@@ -130,7 +131,8 @@ def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="defa
     confidence = options.pop("confidence", None) or confidence
     overrides = {k: v for k, v in options.items() if v is not None or k != "accept"}
     settings = replace(CRAGSettings(upper=thresholds["upper"], lower=thresholds["lower"], accept=accept,
-                                    refine_passages=refinement_for(directory, kb)), **overrides)
+                                    refine_passages=refinement_for(directory, kb), caps=QuestionCaps.from_env()),
+                       **overrides)  # the caps from the environment, read once, here
     state, demo_source = _state_with_demo(directory, kb)
     backend = resources.resolve_web(web, kb)
     sources = {"thresholds": thresholds["scorer"], "operating point": operating_point_source(directory, kb),

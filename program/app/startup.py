@@ -127,5 +127,5 @@ def _load_program(args, config, kb, decide_retrieval, quiet=False):
     if args.compiled != "none" and not has_compiled(compiled) and not quiet:
         print("note: no compiled program found; using the uncompiled signatures", file=sys.stderr)
     return build_program("self-crag", compiled_dir=None if args.compiled == "none" else compiled, knowledge_base=kb,
-                         web=build_backend(config), decide_retrieval=decide_retrieval, caps=QuestionCaps.from_env(),
+                         web=build_backend(config), decide_retrieval=decide_retrieval,
                          **({"k": args.k} if args.k else {}))

@@ -1,8 +1,9 @@
 """Step events: what the program is doing, observed through DSPy callbacks as it happens.
 
 ``StepRecorder`` is a ``dspy.utils.callback.BaseCallback``. Given to DSPy for one question
-(``with dspy.context(callbacks=[recorder]): program(question=...)``), it watches the CRAG
-module's parts start and end and turns each into one event, a JSON-ready dict:
+(``with dspy.context(callbacks=[recorder]): program(question=...)``), it receives the events
+each step emits where it runs (``program.stages.events.emit``) as JSON-ready dicts, and counts
+the LM calls DSPy reports:
 
 =================  =========================================================================
 event              data
@@ -49,17 +50,6 @@ from typing import Callable
 
 from dspy.utils.callback import BaseCallback
 
-from program.stages.attribution import Attributor
-from program.stages.crag import CRAG
-from program.stages.decision import Decider
-from program.stages.evaluator import RetrievalEvaluator
-from program.stages.followup import FollowUp
-from program.stages.generation import AnswerGenerator
-from program.stages.instructions import InstructionFilter
-from program.stages.refine import KnowledgeRefiner
-from program.stages.selfcheck import ClaimChecker
-from program.stages.usefulness import UsefulnessJudge
-from program.stages.web_path import WebSearcher
 
 Sink = Callable[[dict], None]
 
@@ -80,8 +70,8 @@ class StepRecorder(BaseCallback):
         sinks: callables receiving each event dict, in order.
         request: an id copied into every event (the service's request id), or None.
 
-    Use one recorder per question: it keeps the question's stage (a second evaluation is the
-    correction's) and its LM call count.
+    Use one recorder per question: it keeps the question's LM call count and whether the
+    reader's words belong to the draft.
     """
 
     def __init__(self, *sinks: Sink, request: str | None = None):
@@ -90,12 +80,7 @@ class StepRecorder(BaseCallback):
         self.started = time.perf_counter()
         self.lm_calls = 0
         self.events: list[dict] = []
-        self._calls: dict[str, tuple[object, dict]] = {}
-        self._depth = 0  # nested CRAG calls (none today) report nothing of their own
-        self._evaluations = 0
-        self._rewritten = False
-        self._answers = 0
-        self._checks = 0
+        self._answers = 0  # answers written so far: the first one's words are the draft's
         self._delivering = threading.Lock()
         self._finished = False
 
@@ -128,99 +113,15 @@ class StepRecorder(BaseCallback):
         the stricter retry's)."""
         self.emit("words", stage="draft" if self._answers == 0 else "corrected", text=text)
 
-    # ---- DSPy callbacks ----------------------------------------------------------------------
-    def on_lm_end(self, call_id, outputs, exception=None):
-        self.lm_calls += 1
-
-    def on_module_start(self, call_id, instance, inputs):
-        # Module.__call__(**kwargs)
-        inputs = inputs.get("kwargs", inputs) if isinstance(inputs.get("kwargs"), dict) else inputs
-        self._calls[call_id] = (instance, inputs)
-        if isinstance(instance, CRAG):
-            self._depth += 1
-            if self._depth == 1:
-                self.emit("question", question=inputs.get("question", ""))
-        elif isinstance(instance, RetrievalEvaluator):
-            self._evaluations += 1
-            self.emit("retrieved", stage=self._stage(), passages=inputs.get("passages", []))
-
-    def on_module_end(self, call_id, outputs, exception=None):
-        instance, inputs = self._calls.pop(call_id, (None, {}))
-        if instance is None:
-            return
-        if isinstance(instance, CRAG):
-            self._depth -= 1
-            return
-        if exception is None and outputs is not None:
-            self._report(instance, inputs, outputs)
-
-    # ---- one event per part -------------------------------------------------------------------
-    def _stage(self) -> str:
-        return "initial" if self._evaluations <= 1 and not self._rewritten else "corrected"
-
-    def _report(self, instance, inputs: dict, outputs) -> None:
-        if isinstance(instance, RetrievalEvaluator):
-            lower, upper = inputs.get("lower", 0.2), inputs.get("upper", 0.6)
-            stage = self._stage()
-            self.emit("graded", stage=stage, grades=outputs, lower=lower, upper=upper)
-        elif isinstance(instance, Decider):
-            self.emit("action", action=outputs.action, confidence=round(outputs.confidence, 4),
-                      reasons=outputs.reasons, accept=inputs.get("accept"), lower=inputs.get("lower"))
-        elif isinstance(instance, KnowledgeRefiner):
-            report = outputs
-            kept = {id(s) for s in report.kept}
-            self.emit("strips", stage="corrected" if self._rewritten else "internal", kept=report.kept,
-                      dropped=[s for s in report.graded if id(s) not in kept], threshold=report.threshold)
-        elif isinstance(instance, InstructionFilter):
-            if outputs.removed:
-                self.emit("set-aside", sentences=[{"source_id": i, "text": t} for i, t in outputs.removed])
-        elif isinstance(instance, WebSearcher):
-            self.emit("web", **{k: v for k, v in outputs.to_trace().items() if k not in ("question", "passages")})
-        elif isinstance(instance, AnswerGenerator):
+    def step_event(self, event: str, data: dict) -> None:
+        """An event a step emitted where it ran (``program.stages.events.emit``)."""
+        if event == "answer" and not data.get("cited") and not data.get("closed_book"):
             self._answers += 1
-            text = outputs if isinstance(outputs, str) else outputs.text
-            self.emit("answer", answer=text, strict=bool(inputs.get("unsupported")), closed_book=False,
-                      **({} if isinstance(outputs, str) else {"probability": outputs.probability}))
-        elif isinstance(instance, ClaimChecker):
-            self._checks += 1
-            self.emit("claims", claims=outputs, retry=self._checks > 1)
-        elif isinstance(instance, UsefulnessJudge):
-            self.emit("usefulness", score=outputs)
-        elif isinstance(instance, FollowUp):
-            self.emit("followup", asked=inputs.get("followup", ""), standalone=outputs)
-        elif isinstance(instance, Attributor):
-            self.emit("answer", answer=outputs.answer, strict=False, closed_book=False, cited=True,
-                      sentences=outputs.sentences, citations=outputs.citations)
-        else:
-            self._report_predictor(instance, outputs)
+        self.emit(event, **data)
 
-    def _report_predictor(self, instance, outputs) -> None:
-        role = predictor_role(getattr(instance, "signature", None))
-        if role == "RewriteQuery":
-            self._rewritten = True
-            self.emit("rewrite", query=str(outputs.query))
-        elif role == "DecideRetrieval":
-            self.emit("decide-retrieval", needs_retrieval=outputs.needs_retrieval)
-        elif role == "AnswerClosedBook":
-            self.emit("answer", answer=str(outputs.answer).strip(), strict=False, closed_book=True)
-
-
-def predictor_role(signature) -> str:
-    """Which of the program's Signatures ``signature`` plays: its class name, or for a loaded
-    compile (whose predictors hold a ``StringSignature``) the one its fields match:
-    ``RewriteQuery`` (outputs ``query``), ``DecideRetrieval`` (outputs ``needs_retrieval``),
-    ``AnswerClosedBook`` (``question`` -> ``answer`` only); "" for anything else."""
-    name = getattr(signature, "__name__", "")
-    if name in ("RewriteQuery", "DecideRetrieval", "AnswerClosedBook") or signature is None:
-        return name
-    inputs, outputs = list(signature.input_fields), list(signature.output_fields)
-    if outputs == ["query"]:
-        return "RewriteQuery"
-    if outputs == ["needs_retrieval"]:
-        return "DecideRetrieval"
-    if inputs == ["question"] and outputs == ["answer"]:
-        return "AnswerClosedBook"
-    return ""
+    def on_lm_end(self, call_id, outputs, exception=None):
+        """DSPy's callback after each LM call: the count every event carries."""
+        self.lm_calls += 1
 
 
 class JsonlTrace:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 
+from program.question import parsed
 from program.text import STOPWORDS, content_words, coverage, has_negation, names, numbers, sentences, words
 
 _PRONOUN_START = re.compile(r"^(he|she|it|they|his|her|its|their|this|these)\b", re.I)
@@ -33,34 +34,16 @@ SUPPORT_NAMES = ["coverage_best", "coverage_all", "name_coverage", "names_missin
                  "answer_coverage_best", "answer_coverage_all"]
 
 
-def entity_names(question: str) -> set[str]:
-    """The question's name words: capitalised words, lower-cased, not sentence-initial.
-
-    ``"What is Herlyn Espinal's occupation?"`` -> ``{"herlyn", "espinal"}``. The first word of a
-    sentence is capitalised by grammar, not because it names something, so it is left out.
-    """
-    found: set[str] = set()
-    for sentence in sentences(question):
-        tokens = sentence.split()
-        found |= names(" ".join(tokens[1:]))
-    return found - STOPWORDS
-
-
 def name_phrase(question: str) -> str:
-    """The longest run of capitalised words after the first word, lower-cased ("" when none)."""
-    tokens = re.findall(r"[\w']+", question)[1:]
-    best, run = [], []
-    for token in tokens + [""]:
-        if token[:1].isupper():
-            run.append(token[:-2] if token.endswith("'s") else token)
-        else:
-            best, run = max(best, run, key=len), []
-    return " ".join(best).lower()
+    """The longest run of capitalised words after the first word, lower-cased ("" when none;
+    ``program.question.Question.name_phrase``)."""
+    return parsed(question).name_phrase
 
 
 def question_cue_words(question: str) -> list[str]:
     """The question's content words that are not names: what kind of answer it asks for."""
-    return sorted(content_words(question) - entity_names(question))
+    question = parsed(question)
+    return sorted(question.content_words - question.names)
 
 
 def cue_pairs(question: str, text: str) -> list[str]:
@@ -71,7 +54,7 @@ def cue_pairs(question: str, text: str) -> list[str]:
 
 
 def _name_signals(question: str, text: str) -> tuple[float, float, float, float]:
-    wanted = entity_names(question)
+    wanted = parsed(question).names
     if not wanted:
         return 0.0, 0.0, 0.0, 1.0
     text_words = words(text)
@@ -96,7 +79,9 @@ def passage_features(question: str, text: str, cosine: float) -> list[float]:
     name_cov, phrase, early, no_names = _name_signals(question, text)
     lowered = text.lower()
     stale = sum(cue in lowered for cue in STALE_CUES)
-    return [cosine, name_cov, phrase, early, no_names, coverage(question, text),
+    asked = parsed(question).content_words  # coverage(question, text), the question's words parsed once
+    covered = len(asked & content_words(text)) / len(asked) if asked else 1.0
+    return [cosine, name_cov, phrase, early, no_names, covered,
             math.log1p(len(text.split())), float(stale)]
 
 
@@ -142,7 +127,7 @@ def support_features(claim: str, sentences: list[str], cosines: list[float], cos
     evidence_words = set(words(evidence))
     missing_names = claim_names - evidence_words
     missing_numbers = numbers(claim) - numbers(evidence)
-    asserted = content_words(claim) - content_words(question)
+    asserted = content_words(claim) - parsed(question).content_words
 
     def answer_coverage(text: str) -> float:
         return len(asserted & content_words(text)) / len(asserted) if asserted else 1.0

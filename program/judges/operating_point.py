@@ -89,7 +89,7 @@ def draft_with_confidence(crag, question: str) -> tuple[str, bool, float]:
     """``(answer, abstained, confidence)`` of CRAG's draft for ``question``, as :func:`draft_confidence`."""
     trace = Trace()
     strips, grades = crag.draft_context(question, trace)
-    draft = crag._write(question, strips, grades, trace, "draft")
+    draft = crag.reader(question=question, strips=strips, grades=grades, trace=trace)
     return draft.answer, bool(draft.evidence.abstained), draft.confidence
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.judgments import JUDGMENTS, Judgment, as_judgment
+from program.judges.judgments import JUDGMENTS, PASSAGE, Judgment, as_judgment
 from program.judges.model import LinearJudge
 from program.retrieval.embedding import get_embedder
 
@@ -259,3 +259,15 @@ def load_judges(directory: str | Path) -> JudgeSet | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise JudgesFileError(f"{path}: not a judges file ({type(exc).__name__}: {exc}); "
                               "rebuild it: python -m optimize.compile --out compiled --only judges") from None
+
+
+def route_report(judges: JudgeSet | None) -> dict:
+    """Who decides each judgment in CRAG's route (``JudgeSet.report``): CRAG never asks the LM
+    to grade a passage, so passages are scored by the trained judge or by retrieval similarity;
+    with no trained judges the LM decides the rest and nothing was adapted."""
+    if judges is None:
+        return {"judgments": {name: "similarity" if j is PASSAGE else "lm" for name, j in JUDGMENTS.items()},
+                "adapted": False, "corpus": "", "calibrated_here": False}
+    report = judges.report()
+    report["judgments"] = {**report["judgments"], PASSAGE.name: "trained" if judges.has(PASSAGE) else "similarity"}
+    return report

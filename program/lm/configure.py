@@ -30,9 +30,9 @@ from program.lm.words import FieldText, current_sink
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("DSPY_CACHEDIR", str(cache_root() / "dspy"))
 
-import dspy  # noqa: E402
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events  # noqa: E402
-from dspy._vendor.lm15.types import TokenLogprob, TopLogprob  # noqa: E402
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
+from dspy._vendor.lm15.types import TokenLogprob, TopLogprob
 from program.guards.caps import QuestionCaps
 from program.lm.retry import RetryingLM
 
@@ -173,13 +173,15 @@ def supports_logprobs(lm=None) -> bool:
 _ENGINES: dict[str, LlamaCppEngine] = {}
 
 
-def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: int = 512) -> dspy.LM:
+def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: int = 512,
+             cache: bool = True) -> dspy.LM:
     """Build the DSPy LM for ``model`` (see the module docstring for the order of choice).
 
     Args:
         model: ``embedded-1.5b``, ``embedded-0.5b``, or a DSPy model string.
         api_base: base URL for a served model (``CRAG_API_BASE`` otherwise).
         max_tokens: completion cap per call.
+        cache: False bypasses DSPy's cache for this LM's calls (``--no-cache``: cost figures).
 
     Returns:
         A ``dspy.LM`` at temperature 0 (``TEMPERATURE``; a call may ask for another); its
@@ -199,11 +201,11 @@ def build_lm(model: str | None = None, api_base: str | None = None, max_tokens: 
         if model not in _ENGINES:
             _ENGINES[model] = LlamaCppEngine(ensure_model_file(model))
         return RetryingLM(f"local/{model}", engine=_ENGINES[model], max_tokens=max_tokens, retries=0, timeout=None,
-                          temperature=TEMPERATURE)
+                          temperature=TEMPERATURE, cache=cache)
     caps = QuestionCaps.from_env()
     api_base = api_base or os.environ.get("CRAG_API_BASE")
     key = api_key(model, api_base)
-    return RetryingLM(model, api_base=api_base, retries=caps.lm_retries, timeout=caps.lm_timeout,
+    return RetryingLM(model, api_base=api_base, retries=caps.lm_retries, timeout=caps.lm_timeout, cache=cache,
                       max_tokens=max_tokens, temperature=TEMPERATURE, **({"api_key": key} if key else {}))
 
 
@@ -240,7 +242,7 @@ def missing_key(model: str | None = None, api_base: str | None = None) -> str | 
 
     try:
         found = litellm.validate_environment(model=model)
-    except Exception:  # noqa: BLE001 - an unknown provider: its first call will say what it lacks
+    except Exception:  # an unknown provider: its first call will say what it lacks
         return None
     keys = [k for k in found.get("missing_keys") or [] if not k.endswith("_API_BASE")]
     if found.get("keys_in_environment") or not keys:
@@ -248,9 +250,9 @@ def missing_key(model: str | None = None, api_base: str | None = None) -> str | 
     return f"--model {model} needs a key: set {' or '.join(keys)} (or CRAG_API_KEY)"
 
 
-def configure_lm(model: str | None = None, api_base: str | None = None) -> dspy.LM:
+def configure_lm(model: str | None = None, api_base: str | None = None, cache: bool = True) -> dspy.LM:
     """Build the LM (see ``build_lm``) and make it DSPy's global LM."""
-    lm = build_lm(model, api_base)
+    lm = build_lm(model, api_base, cache=cache)
     dspy.configure(lm=lm)
     return lm
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from program.paths import cache_root  # noqa: F401 (re-exported)
+from program.paths import cache_root  # re-exported
 
 
 @dataclass(frozen=True)

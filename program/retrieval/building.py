@@ -98,11 +98,9 @@ def build_knowledge_base(cls, source_path, index_dir, embedder=None, *, target_t
     if force:
         changes = CorpusChanges(added=tuple(expected["files"]), rebuild="asked to rebuild (force)")
     if changes.none:
-        previous._embedder, previous.changes = emb, changes
+        previous = previous.reused(emb, changes)
         if IndexSpec.from_manifest(previous.manifest.get("index")) != spec:
-            reindexed = previous._reindex(spec)
-            reindexed.changes = changes
-            return reindexed
+            return previous._reindex(spec, changes)
         log.info("reusing index %s (%d chunks)", index_dir, len(previous))
         return previous
     if changes.rebuild:
@@ -201,9 +199,7 @@ def _build(cls, source: Path, index_dir: Path, emb, expected: dict, spec: IndexS
     write_atomic(index_dir, faiss_index, chunks, manifest, vocabulary, lexical)
     log.info("built %s index %s: %s (%d chunks embedded) in %.1fs", spec.type, index_dir, changes.line(),
              built.embedded, manifest["build_seconds"])
-    kb = cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary, lexical)
-    kb.changes = changes
-    return kb
+    return cls(faiss_index, chunks, manifest, index_dir, emb, vocabulary, lexical, changes)
 
 
 __all__ = ["build_knowledge_base", "fingerprint"]

@@ -40,15 +40,15 @@ files a folder holds, and what it leaves out (links to files or folders outside 
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from program.env import env_bytes
+from program.jsonl import JsonlError, LineTooLong, objects
 from program.retrieval.errors import CorpusError
 from program.retrieval.formats import CONVERTED_EXTS, DocumentError, convert
-from program.retrieval.formats.html import html_to_text  # noqa: F401 - public here since the move
+from program.retrieval.formats.html import html_to_text  # public here since the move
 from program.retrieval.formats.markdown import markdown_title, split_front_matter
 from program.retrieval.formats.worker import ConvertWorker
 # public here since the move: which files a folder holds, and which it leaves out
@@ -253,20 +253,15 @@ def _load_file(f: Path, rel: str, page_progress=None, worker: ConvertWorker | No
 def _load_jsonl(f: Path) -> list[Document]:
     docs = []
     cap = max_document_bytes()
-    # split on newlines only: str.splitlines() would also cut at U+2028 inside a JSON string
-    for lineno, line in enumerate(_read_text(f, whole_file_is_one_document=False).split("\n"), start=1):
-        if not line.strip():
-            continue
+    try:
+        rows = list(objects(f, _read_text(f, whole_file_is_one_document=False), max_line_bytes=cap))
+    except LineTooLong as exc:
+        raise CorpusError(f"line too long at {exc.where}: {_mb(exc.size)}; one document may hold "
+                          f"at most {_mb(cap)} (raise CRAG_MAX_DOCUMENT_BYTES if it is meant)") from None
+    except JsonlError as exc:
+        raise CorpusError(f"malformed JSONL at {exc.where}: {exc.problem}") from None
+    for lineno, row in rows:
         where = f"{f}:{lineno}"
-        if len(line) > cap // 4 and len(line.encode("utf-8")) > cap:
-            raise CorpusError(f"line too long at {where}: {_mb(len(line.encode('utf-8')))}; one document may hold "
-                              f"at most {_mb(cap)} (raise CRAG_MAX_DOCUMENT_BYTES if it is meant)")
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"malformed JSONL at {where}: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(row, dict):
-            raise CorpusError(f"malformed JSONL at {where}: expected an object, got {type(row).__name__}")
         if isinstance(row.get("text"), str):
             text = row["text"]
         elif isinstance(row.get("paragraphs"), list):

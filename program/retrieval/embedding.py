@@ -109,7 +109,7 @@ class Embedder:
                 torch.set_num_threads(max(1, self.threads))
                 try:
                     self._model = SentenceTransformer(str(self.model_path), device="cpu")
-                except Exception as exc:  # noqa: BLE001 - re-raised with the path
+                except Exception as exc:  # re-raised with the path
                     raise EmbeddingError(f"cannot load embedding model from {self.model_path}: {exc}") from exc
         return self._model
 

@@ -52,7 +52,7 @@ from program.retrieval.embedder_choice import embedding_mismatch, knowledge_base
 from program.retrieval.embedding import Embedder
 from program.retrieval.faiss_index import IndexSpec, apply_search_params, build_index, spec_of, stored_vectors
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode, rrf
-from program.retrieval.index_files import (CHUNKS_FILE, FORMAT_VERSION, INDEX_FILE, MANIFEST_FILE,  # noqa: F401
+from program.retrieval.index_files import (CHUNKS_FILE, FORMAT_VERSION, INDEX_FILE, MANIFEST_FILE,
                                            vocabulary_stamp, write_atomic)
 from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.feedback import FEEDBACK_CHUNKS, feedback_terms
@@ -89,7 +89,7 @@ class KnowledgeBase:
 
     def __init__(self, index, chunks: list[Chunk], manifest: dict, index_dir: Path,
                  embedder: Embedder | None = None, vocabulary: Vocabulary | None = None,
-                 lexical: LexicalIndex | None = None):
+                 lexical: LexicalIndex | None = None, changes=None):
         self._index = index
         self.chunks = chunks
         self.manifest = manifest
@@ -100,7 +100,7 @@ class KnowledgeBase:
         self._words: frozenset[str] | None = None
         self._lexical = lexical
         self._lexical_lock = threading.Lock()
-        self.changes = None  # what the build that returned it changed (``program.retrieval.changes``)
+        self.changes = changes  # what the build that returned it changed (``program.retrieval.changes``)
 
     @property
     def embedder(self) -> Embedder:
@@ -184,7 +184,13 @@ class KnowledgeBase:
                                     with_vocabulary=with_vocabulary, progress=progress,
                                     other_embedder=other_embedder)
 
-    def _reindex(self, spec: IndexSpec) -> "KnowledgeBase":
+    def reused(self, embedder: Embedder, changes) -> "KnowledgeBase":
+        """This knowledge base as a build that changed nothing returns it: a new one on the same
+        index, chunks and files, reading queries with ``embedder``, ``changes`` set."""
+        return type(self)(self._index, self.chunks, self.manifest, self.index_dir, embedder, self._vocabulary,
+                          self._lexical, changes)
+
+    def _reindex(self, spec: IndexSpec, changes=None) -> "KnowledgeBase":
         """A copy of this knowledge base under a new index spec, built from the saved vectors and
         saved in place (chunks, files and embedding unchanged; ``reindexed`` time added)."""
         log.info("re-indexing %s as %s (saved vectors, no embedding)", self.index_dir, spec.to_manifest())
@@ -196,7 +202,8 @@ class KnowledgeBase:
                       else load_vocabulary(self.index_dir, vocabulary_stamp(self.manifest)))
         lexical = self.lexical  # same chunks: the same BM25 index, saved again with them
         write_atomic(self.index_dir, faiss_index, self.chunks, manifest, vocabulary, lexical)
-        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary, lexical)
+        return type(self)(faiss_index, self.chunks, manifest, self.index_dir, self._embedder, vocabulary, lexical,
+                          changes)
 
     @classmethod
     def connect(cls, location: str | Path, embedder: Embedder | None = None):

@@ -122,7 +122,7 @@ class ServedEmbedder:
         Raises:
             EmbeddingError: it does not, or answers something unusable.
         """
-        self.dimensions  # noqa: B018 - the probe
+        self.dimensions  # the probe
         return self
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import dspy
 
 from program.guards.cost import step
+from program.stages.events import emit
 from program.stages.generation import cited_numbers
 from program.stages.selfcheck import (RANKED_VERDICTS, VERDICT_VALUE, decide_support, evidence_sentences,
                                       is_abstention, strip_citations)
@@ -234,7 +235,10 @@ class Attributor(dspy.Module):
         self.judges = judges
 
     def forward(self, question: str, answer: str, strips: list[Strip]) -> Attribution:
-        return Attribution(*attribute(question, answer, strips, self.judges))
+        out = Attribution(*attribute(question, answer, strips, self.judges))
+        emit("answer", answer=out.answer, strict=False, closed_book=False, cited=True, sentences=out.sentences,
+             citations=out.citations)
+        return out
 
 
 def cite(result: CRAGResult, answer: str, attributor: Attributor) -> CRAGResult:

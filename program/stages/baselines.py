@@ -15,8 +15,9 @@ from program.guards.question import validate_question
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.attribution import Attributor, cite
 from program.stages.draft import ConfidenceModel, check_draft
+from program.stages.events import emit
 from program.stages.generation import AnswerGenerator
-from program.types import Action, ChunkGrade, CRAGResult, Passage, Strip, Trace
+from program.types import Action, ChunkGrade, CRAGResult, Ending, Outcome, Passage, Strip, Trace
 from program.web.base import WebSearchError
 from program.web.config import WebConfig
 from program.web.excerpt import query_excerpt
@@ -54,7 +55,9 @@ class ClosedBook(dspy.Module):
         trace = Trace()
         with step(trace, "generate"):
             answer = str(self.answer(question=question).answer).strip()
-        return CRAGResult(question=question, answer=answer, trace=trace, mode="closed")
+        emit("answer", answer=answer, strict=False, closed_book=True)
+        return CRAGResult(question=question, answer=answer, trace=trace, mode="closed",
+                          outcome=Outcome(Ending.CLOSED_BOOK))
 
 
 class VanillaRAG(dspy.Module):
@@ -102,7 +105,7 @@ class LangGraphCRAG(dspy.Module):
     as the tutorial's Tavily ``content`` is: the page's best-matching parts up to ``max_chars``);
     generate the answer from the kept passages plus the web texts with the
     shared ``AnswerGenerator`` (``GenerateAnswer``, the same generator as ``VanillaRAG``). It
-    has none of CRAG's refinement, thresholds, escalation or fallback. Grading and rewriting run
+    has none of CRAG's refinement, thresholds or fallback. Grading and rewriting run
     at temperature 0 (``CRITIQUE_CONFIG``); neither is compiled: the tutorial's prompts as written.
 
     Source: the LangGraph tutorial "Corrective RAG (CRAG)"
@@ -192,6 +195,7 @@ class LangGraphCRAG(dspy.Module):
             except Exception as exc:  # an unparseable rewrite must not cost the web search
                 trace.note(f"rewrite: unparseable output ({type(exc).__name__}); searching with the question")
                 return question
+        emit("rewrite", query=query)
         return query or question
 
     def _search_web(self, question: str, trace: Trace) -> list[Strip]:

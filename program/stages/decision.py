@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import dspy
-
 from program.stages.draft import DraftEvidence
 from program.types import Action
 
@@ -54,6 +52,17 @@ def holds_up(evidence: DraftEvidence, confidence: float, accept: float) -> bool:
     name the question asks about (``evidence.unmentioned`` is empty)."""
     return (not evidence.abstained and confidence >= accept and evidence.support >= MIN_SUPPORT
             and not evidence.unmentioned)
+
+
+def evaluator_action(best: float, lower: float, upper: float) -> Action:
+    """The action CRAG's retrieval evaluator alone gives a question's best passage score (CRAG
+    §4.3): CORRECT at or above ``upper``, INCORRECT below ``lower``, AMBIGUOUS between.
+
+    The route decides from the draft as well (``decide``); this is the one mapping of scores to
+    actions besides it, with which the compile calibrates the passage judge's ``lower`` and
+    ``upper`` and measures its action accuracy. ``Action`` is a ``str``: it equals ``"correct"``.
+    """
+    return Action.CORRECT if best >= upper else Action.INCORRECT if best < lower else Action.AMBIGUOUS
 
 
 def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
@@ -104,19 +113,3 @@ def decide(evidence: DraftEvidence, confidence: float, best_score: float, accept
 def unmentioned_reason(names: tuple[str, ...] | list[str]) -> str:
     """The trace's reason for a question about names the sources never write."""
     return "the knowledge base never mentions " + ", ".join(repr(n) for n in names)
-
-
-class Decider(dspy.Module):
-    """CRAG's decision as a module, so that the trace and the stream see it as one step.
-
-    ``forward(evidence, confidence, best_score, accept, lower) -> Decision`` is ``decide``;
-    no LM call.
-
-    Example:
-        >>> Decider()(evidence=draft.evidence, confidence=0.8, best_score=0.7, accept=0.5, lower=0.05).action
-        <Action.CORRECT: 'correct'>
-    """
-
-    def forward(self, evidence: DraftEvidence, confidence: float, best_score: float, accept: float,
-                lower: float) -> Decision:
-        return decide(evidence, confidence, best_score, accept, lower)

@@ -29,11 +29,10 @@ has confidence 0. Selective question answering scores an answer's correctness th
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass, field
 
-from program.judges.features import entity_names
 from program.lm.continuation import Reading
+from program.question import parsed
 from program.retrieval.mentions import mentioned_in, word_set
 from program.stages.generation import cited_numbers
 from program.stages.selfcheck import (VERDICT_VALUE, is_abstention, lexical_support, strip_citations,
@@ -42,7 +41,6 @@ from program.text import content_words, coverage, numbers, spelled_as_digits, wo
 from program.types import Strip
 
 # A term a reader copies from the documents: camelCase, snake_case, dotted, or with digits.
-_TERM = re.compile(r"`[^`]+`|\b\w*[a-z][A-Z]\w*\b|\b\w+[_.]\w+\b|\b\w*\d\w*\b")
 FEATURES = ("support", "sentence_support", "premise", "question_coverage", "token_probability", "passage_score",
             "cited", "numbers_grounded")
 
@@ -90,59 +88,6 @@ class DraftEvidence:
         return " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in asdict(self).items())
 
 
-def premise_terms(question: str) -> set[str]:
-    """The question's own names, numbers and code-like terms, lower-cased words.
-
-    ``"What is the default maxUnavailable for a Deployment?"`` -> ``{"maxunavailable", "deployment"}``.
-    """
-    found = set(entity_names(question)) | numbers(question)
-    for match in _TERM.findall(question):
-        found |= set(words(match.strip("`")))
-    return {w for w in found if len(w) > 1}
-
-
-# Text the user quotes is theirs to give ("Translate 'thank you'"), not a name to look up.
-_QUOTED = re.compile(r"'[^']{3,}'|\"[^\"]{3,}\"|‘[^’]{3,}’|“[^”]{3,}”")
-
-
-def asked_names(question: str) -> set[str]:
-    """The question's names and code terms a knowledge base that answers it must write:
-    ``premise_terms`` without numbers (a user's own values: "a 302 redirect"), contractions
-    and words the user quotes.
-
-    ``"What's the Velero command to back up a namespace?"`` -> ``{"velero"}``.
-    """
-    quoted = set(words(" ".join(_QUOTED.findall(question))))
-    return {t for t in premise_terms(question) - quoted
-            if not any(ch.isdigit() for ch in t) and "'" not in t and "’" not in t}
-
-
-# a year as a question sets a time by it ("in 2075", "by March 2031", "the 2030 fee"): after a
-# preposition, a month or "the", so that a user's own value ("2048 MiB", "runAsUser: 2000") is not one
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
-_YEAR = re.compile(rf"\b(?:in|by|from|until|till|through|since|before|after|during|for|of|the|year|{_MONTHS})\s+"
-                   r"(19\d\d|20\d\d|21\d\d)\b(?![.-]\d)", re.I)
-_COUNT = (r"\d+|a few|a couple of|several|many|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|"
-          r"thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred")
-_UNIT = r"years?|decades?|centur(?:y|ies)"
-_FUTURE = re.compile(rf"\b(?:({_COUNT})\s+({_UNIT})\s+(?:from now|ahead|hence|in the future|later)|"
-                     rf"in\s+({_COUNT})\s+({_UNIT})(?:'?\s*time)?)\b", re.I)
-
-
-def asked_times(question: str) -> set[str]:
-    """The times a question is conditioned on: its years (``"2075"``) and its spans into the
-    future (``"40 years from now"``, from "in 40 years" too), lower-cased.
-
-    ``"What will the monthly fee be in 2075?"`` -> ``{"2075"}``; ``"What will it cost several
-    decades from now?"`` -> ``{"several decades from now"}``; a date inside a version
-    (``2024-03-01``) is a name, not a year: ``asked_names`` keeps it whole."""
-    found = {y for y in _YEAR.findall(question)}
-    for m in _FUTURE.finditer(question):
-        count, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        found.add(f"{count.lower()} {unit.lower()} from now")
-    return found
-
-
 def written(terms, texts: list[str]) -> set[str]:
     """The ``terms`` (names, years, spans of ``asked_times``) that ``texts`` write: a word in either
     number (``program.retrieval.mentions``), a span as its count and unit ("40 years")."""
@@ -170,14 +115,15 @@ def check_draft(question: str, answer: str, strips: list[Strip], scores: dict[st
     if is_abstention(answer) or not strips:
         return DraftEvidence(abstained=True, token_probability=_or_half(token_probability))
     cited = cited_numbers(answer, len(strips))
-    said = own_words(strip_citations(answer)) - own_words(question)
+    question = parsed(question)
+    said = own_words(strip_citations(answer)) - question.own_words
     # An answer without markers cites, in effect, the passage holding most of its own words
     # (as attribution would cite it): its checks read that passage, not all of them.
     evidence = [strips[n - 1] for n in cited] or [max(strips, key=lambda s: len(said & own_words(s.text)))]
     text = " \n".join(s.text for s in evidence)
     in_evidence = own_words(text)
     support = len(said & in_evidence) / len(said) if said else 0.5
-    premise = premise_terms(question)
+    premise = question.premise
     evidence_words = set(words(text))
     graded = [scores[s.source_id] for s in evidence if scores.get(s.source_id, -1.0) >= 0]
     return DraftEvidence(
@@ -209,7 +155,7 @@ def numbers_grounded(question: str, answer: str, strips: list[Strip]) -> float:
 
     ``("How much do cards cost?", "$15", [Strip(text="Order cards from the print shop.")])`` -> 0.0
     """
-    own = numbers(spelled_as_digits(answer)) - numbers(spelled_as_digits(question))
+    own = numbers(spelled_as_digits(answer)) - parsed(question).digits
     if not own:
         return 1.0
     written = numbers(spelled_as_digits(" \n".join(s.text for s in strips)))

@@ -23,39 +23,11 @@ from program.judges.judgments import PASSAGE
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG, supports_logprobs
 from program.lm.token_scores import field_probability
-from program.types import Action, ChunkGrade, Passage
+from program.stages.events import emit
+from program.types import ChunkGrade, Passage
 from signatures import GradeRetrieval
 
 UNGRADED = -1.0  # the score of a passage lazy evaluation did not grade
-
-def decide_action(grades: list[ChunkGrade], upper: float, lower: float) -> tuple[Action, float]:
-    """Map per-passage scores to CRAG's action and confidence, as the paper's evaluator does alone.
-
-    The program decides from the draft as well (``program.stages.decision``); this mapping is
-    what the compile calibrates the thresholds with and measures the evaluator's action by.
-
-    Args:
-        grades: one grade per retrieved passage; may be empty. Ungraded ones (``UNGRADED``) are ignored.
-        upper: a passage scoring >= upper makes the retrieval CORRECT.
-        lower: all passages scoring < lower make it INCORRECT.
-
-    Returns:
-        ``(action, confidence)`` where confidence is the highest score (0.0 with no grades).
-        No passages at all is INCORRECT: there is nothing internal to trust.
-
-    Raises:
-        ValueError: when ``not 0 <= lower <= upper <= 1``.
-    """
-    if not 0.0 <= lower <= upper <= 1.0:
-        raise ValueError(f"thresholds must satisfy 0 <= lower <= upper <= 1, got lower={lower}, upper={upper}")
-    graded = [g for g in grades if g.score != UNGRADED]
-    confidence = max((g.score for g in graded), default=0.0)
-    if graded and confidence >= upper:
-        return Action.CORRECT, confidence
-    if all(g.score < lower for g in graded):
-        return Action.INCORRECT, confidence
-    return Action.AMBIGUOUS, confidence
-
 
 def reason_for(score: float, lower: float, upper: float, stale: bool = False) -> str:
     """The reason a trained score stands for: ``relevant`` (>= upper), ``partial`` (>= lower)
@@ -157,7 +129,6 @@ class RetrievalEvaluator(dspy.Module):
 
     Example:
         >>> grades = RetrievalEvaluator()(question="Who wrote Dune?", passages=passages)
-        >>> action, confidence = decide_action(grades, upper=0.6, lower=0.2)
     """
 
     def __init__(self, max_chars: int = 700, judges=None, probabilities: bool = False):
@@ -168,7 +139,17 @@ class RetrievalEvaluator(dspy.Module):
         self.probabilities = probabilities
 
     def forward(self, question: str, passages: list[Passage], stop_at: float | None = None,
-                lower: float = 0.2, upper: float = 0.6, ask_lm: bool = True) -> list[ChunkGrade]:
+                lower: float = 0.2, upper: float = 0.6, ask_lm: bool = True,
+                stage: str = "initial") -> list[ChunkGrade]:
+        """The passages' grades, one each, in order; ``stage`` (``initial`` | ``corrected``) names
+        the retrieval in the ``retrieved`` and ``graded`` events."""
+        emit("retrieved", stage=stage, passages=passages)
+        grades = self._grades(question, passages, stop_at, lower, upper, ask_lm)
+        emit("graded", stage=stage, grades=grades, lower=lower, upper=upper)
+        return grades
+
+    def _grades(self, question: str, passages: list[Passage], stop_at: float | None, lower: float, upper: float,
+                ask_lm: bool) -> list[ChunkGrade]:
         trained = self.judges is not None and self.judges.has(PASSAGE)
         if who_judges(self.judges, PASSAGE).trained or (trained and not ask_lm):
             return self._judge(question, passages, upper, lower, ask_lm)

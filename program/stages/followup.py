@@ -14,8 +14,11 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from program.guards.cost import step
 from program.guards.question import validate_question
+from program.stages.events import emit
 from program.text import clean_copy
+from program.types import Trace
 from signatures import StandaloneQuestion
 
 TURNS_READ = 6  # the last turns are what a follow-up refers to; older ones cost prompt tokens
@@ -46,6 +49,21 @@ class FollowUp(dspy.Module):
         self.rewrite = dspy.Predict(StandaloneQuestion)
 
     def forward(self, history: Sequence[tuple[str, str]], followup: str) -> str:
+        standalone = self._standalone(history, followup)
+        emit("followup", asked=followup, standalone=standalone)
+        return standalone
+
+    def standalone(self, asked: str, history: Sequence[tuple[str, str]], trace: Trace) -> str:
+        """The follow-up ``asked`` as a standalone question, in a ``followup`` step with a trace
+        note (no LM call, and no step, without an earlier user turn)."""
+        if not any(role == "user" for role, _ in history):
+            return asked
+        with step(trace, "followup"):
+            question = self(history=list(history), followup=asked)
+        trace.note(f"follow-up {asked!r} read as {question!r}")
+        return question
+
+    def _standalone(self, history: Sequence[tuple[str, str]], followup: str) -> str:
         if not any(role == "user" for role, _ in history):
             return followup
         try:

@@ -10,6 +10,7 @@ import dspy
 from program.lm.configure import supports_logprobs
 from program.lm.token_scores import field_text_probability
 from program.lm.words import reading
+from program.stages.events import emit
 from program.types import Strip
 from signatures import GenerateAnswer, GenerateStrictAnswer
 
@@ -65,7 +66,11 @@ class AnswerGenerator(dspy.Module):
     def forward(self, question: str, strips: list[Strip], unsupported: list[str] | None = None,
                 with_probability: bool = False):
         with reading():  # the reader's words: a stream shows them as they are written (program.lm.words)
-            return self._write(question, number_strips(strips), unsupported, with_probability)
+            out = self._write(question, number_strips(strips), unsupported, with_probability)
+        text = out if isinstance(out, str) else out.text
+        emit("answer", answer=text, strict=bool(unsupported), closed_book=False,
+             **({} if isinstance(out, str) else {"probability": out.probability}))
+        return out
 
     def _write(self, question: str, context: list[str], unsupported: list[str] | None, with_probability: bool):
         if with_probability:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 import dspy
 
 from program.judges.instruction import default_judge, normalise
+from program.stages.events import emit
 from program.text import sentence_spans
 from program.types import Passage
 
@@ -283,4 +284,6 @@ class InstructionFilter(dspy.Module):
             cleaned, removed = set_aside_instructions(passage, self.judge)
             out.passages.append(cleaned)
             out.removed.extend((passage.id, sentence) for sentence in removed)
+        if out.removed:
+            emit("set-aside", sentences=[{"source_id": i, "text": t} for i, t in out.removed])
         return out

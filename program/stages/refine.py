@@ -23,6 +23,7 @@ from program.guards.caps import report_cap
 from program.judges.judgments import STRIP
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.events import emit
 from program.stages.instructions import set_aside_instructions
 from program.text import clean_copy, content_words, coverage, is_none, sentences, spelled_as_digits
 from program.types import Passage, Strip
@@ -171,7 +172,16 @@ class KnowledgeRefiner(dspy.Module):
         self.keep_threshold = keep_threshold
         self.strip_words = strip_words
 
-    def forward(self, question: str, passages: list[Passage], relevant_ids=()) -> RefineReport:
+    def forward(self, question: str, passages: list[Passage], relevant_ids=(), stage: str = "internal") -> RefineReport:
+        """The passages' strips graded and the best kept (the class docstring); a ``strips``
+        event names ``stage`` (``internal`` | ``corrected``: the correction's passages)."""
+        report = self._refine(question, passages, relevant_ids)
+        kept = {id(s) for s in report.kept}
+        emit("strips", stage=stage, kept=report.kept, dropped=[s for s in report.graded if id(s) not in kept],
+             threshold=report.threshold)
+        return report
+
+    def _refine(self, question: str, passages: list[Passage], relevant_ids) -> RefineReport:
         # sentences that address the model are not knowledge (program.stages.instructions)
         cleaned = [set_aside_instructions(p) for p in passages]
         passages, set_aside = [p for p, _ in cleaned], sum(len(r) for _, r in cleaned)

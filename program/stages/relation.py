@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from program.judges.features import entity_names
+from program.question import entity_names
 from program.text import names, words
 
 # "Who was the producer of Ghost?", "Who is the father of Louis?", "Who were the directors for …"

@@ -23,7 +23,8 @@ from typing import NamedTuple
 import dspy
 
 from program.guards.caps import report_cap
-from program.judges.features import entity_names, evidence_sentences  # noqa: F401 - public here too
+from program.judges.features import evidence_sentences  # public here too
+from program.question import entity_names, parsed
 from program.judges.judgments import SUPPORT
 from program.judges.store import JudgeChoice, who_judges
 from program.lm.configure import CRITIQUE_CONFIG
@@ -55,7 +56,7 @@ def answer_words(claim: str, question: str) -> set[str]:
 
     ``("Maurice was a politician.", "What is John D. Maurice's occupation?")`` -> ``{"politician"}``.
     With no question, every content word of the claim."""
-    return content_words(claim) - content_words(question)
+    return content_words(claim) - parsed(question).content_words
 
 
 def judge_support(claim: str, quote: str, evidence: str, question: str = "") -> str:

@@ -14,6 +14,7 @@ import dspy
 from program.judges.judgments import USEFULNESS
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
+from program.stages.events import emit
 from program.stages.selfcheck import strip_citations
 from program.types import Passage
 from signatures import JudgeUsefulness
@@ -55,6 +56,11 @@ class UsefulnessJudge(dspy.Module):
         return trained_lower
 
     def forward(self, question: str, answer: str) -> float:
+        score = self._score(question, answer)
+        emit("usefulness", score=score)
+        return score
+
+    def _score(self, question: str, answer: str) -> float:
         if self.judges is None:
             return NOT_JUDGED
         text = strip_citations(answer)

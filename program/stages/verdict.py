@@ -6,26 +6,29 @@ pure function of them and the settings; it returns the one ``Verdict`` the resul
 so the action, the answer shown, the decline and the reason cannot disagree:
 
     the answer   the higher-confidence of the draft and the corrected answer (``chosen``)
-    declined     when that answer does not hold up (``holds_up``: it abstains, its confidence is
+    declined     (``Ending.DECLINED``) when that answer does not hold up (``holds_up``: it abstains, its confidence is
                  below ``accept``, its own words are not in its passage, or the question names what
                  the sources never write), or when the claim check keeps no claim of it
-    answered     otherwise: the answer, or the stricter retry the claim check kept, without the
-                 claims the check found unsupported
+    answered     otherwise (``Ending.DRAFT`` or ``Ending.CORRECTED``): the answer, or the stricter
+                 retry the claim check kept (``Outcome.strict``), without the claims the check
+                 found unsupported
 
-``action`` is the route CRAG took: CORRECT (the draft went straight to the answer), INCORRECT or
-AMBIGUOUS (the correction ran, or was skipped for the reason in ``Corrected.skipped``).
+``action`` is the route CRAG took, apart from how it ended (``outcome``): CORRECT (the draft went
+straight to the answer), INCORRECT or AMBIGUOUS (the correction ran, or was skipped for the
+reason in ``Corrected.skipped``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from program.stages.decision import Decision, holds_up, unmentioned_reason
 from program.stages.draft import Draft
 from program.stages.settings import CRAGSettings
-from program.types import FALLBACK_ANSWER, Action, Claim, Correction, Strip
+from program.stages.attribution import Attribution
+from program.types import (FALLBACK_ANSWER, Action, ChunkGrade, Claim, Correction, CRAGResult, Ending, Outcome, Strip,
+                           Trace)
 
-DRAFT, CORRECTED, RETRY = "draft", "corrected answer", "stricter retry"  # what ``Verdict.answered_by`` names
 VERIFY, SELF_CHECK = "verify", "self-check"  # the claim checks: crag's near the operating point, self-crag's
 
 
@@ -72,24 +75,21 @@ class Verdict:
 
     Attributes:
         action: the route taken (see the module's docstring).
+        outcome: how it ended (``program.types.Outcome``): answered by the draft or the
+            corrected answer (or the stricter retry of it), or declined with its reason.
         answer: the answer to cite, with its ``[n]`` markers; ``FALLBACK_ANSWER`` when declined.
-        answered_by: ``DRAFT``, ``CORRECTED`` or ``RETRY``; "" when declined.
         confidence: the chosen answer's confidence in [0, 1] (for a decline, of the answer held back).
         strips: the context the chosen answer was written from (its ``[n]`` are these).
-        reason: one phrase saying why this answer or why the decline.
-        declined: the answer held back ("" when answered, or when nothing was written).
         claims: the checked claims, ``kept`` set; empty when no claim check ran.
         retried: the stricter regeneration ran.
         usefulness: IsUse of the checked answer; -1.0 when not judged.
     """
 
     action: Action
+    outcome: Outcome
     answer: str
-    answered_by: str
     confidence: float
     strips: list[Strip]
-    reason: str
-    declined: str = ""
     claims: list[Claim] = field(default_factory=list)
     retried: bool = False
     usefulness: float = -1.0
@@ -97,13 +97,23 @@ class Verdict:
     @property
     def fallback(self) -> bool:
         """True when the question was declined with the honest fallback."""
-        return not self.answered_by
+        return self.outcome.fallback
 
     def note(self) -> str:
         """The trace's last event: ``declined: <reason>; honest fallback`` or ``answered by <who>: <reason>``."""
-        if self.fallback:
-            return f"declined: {self.reason}; honest fallback"
-        return f"answered by the {self.answered_by}: {self.reason}"
+        return self.outcome.summary() + ("; honest fallback" if self.fallback else "")
+
+    def result(self, question: str, draft: Draft, grades: list[ChunkGrade], corrected: Corrected | None,
+               cited: Attribution | None, trace: Trace, mode: str) -> CRAGResult:
+        """The ``CRAGResult`` of this verdict: the cited answer (``cited``, None when declined)
+        beside the draft, the grades and the correction's grades."""
+        return CRAGResult(
+            question=question, answer=cited.answer if cited else self.answer, action=self.action,
+            outcome=self.outcome, confidence=self.confidence, draft=draft.answer,
+            draft_checks=asdict(draft.evidence), citations=cited.citations if cited else [],
+            sentences=cited.sentences if cited else [], grades=grades, strips=self.strips, claims=self.claims,
+            retried=self.retried, usefulness=self.usefulness, trace=trace, mode=mode,
+            corrected_grades=corrected.correction.grades if corrected else [])
 
 
 def chosen(draft: Draft, corrected: Corrected | None) -> Draft:
@@ -150,25 +160,31 @@ def verdict(draft: Draft, decision: Decision, corrected: Corrected | None, check
             it says one does (the route and the verdict would disagree).
     """
     best = chosen(draft, corrected)
-    by = DRAFT if best is draft else CORRECTED
-    base = Verdict(decision.action, FALLBACK_ANSWER, "", best.confidence, best.strips, "")
+    by = Ending.DRAFT if best is draft else Ending.CORRECTED
     expected = claim_check(best, settings)
     if (checked.kind if checked else None) != expected:
         raise ValueError(f"claim check {checked.kind if checked else None!r} where the route runs {expected!r}")
+
+    def ended(ending: Ending, reason: str, answer: str = FALLBACK_ANSWER, declined: str = "", strict: bool = False,
+              **checks) -> Verdict:
+        return Verdict(decision.action, Outcome(ending, reason, declined, strict), answer, best.confidence,
+                       best.strips, **checks)
+
     if not holds_up(best.evidence, best.confidence, settings.accept):
-        return replace(base, declined=best.answer, reason=decline_reason(best, settings.accept))
-    held = (f"the {by} holds up: confidence {best.confidence:.2f} >= accept {settings.accept:.2f}"
-            + (f" (the draft's {draft.confidence:.2f})" if by == CORRECTED else ""))
+        return ended(Ending.DECLINED, decline_reason(best, settings.accept), declined=best.answer)
+    held = (f"the {'draft' if by is Ending.DRAFT else 'corrected answer'} holds up: confidence "
+            f"{best.confidence:.2f} >= accept {settings.accept:.2f}"
+            + (f" (the draft's {draft.confidence:.2f})" if by is Ending.CORRECTED else ""))
     if checked is None:
-        return replace(base, answer=best.answer, answered_by=by, reason=held)
+        return ended(by, held, answer=best.answer)
     claims = [replace(c, kept=c.support != "no") for c in checked.claims]
     kept = [c for c in claims if c.kept]
-    answered = replace(base, claims=claims, retried=checked.retried, usefulness=checked.usefulness)
+    checks = {"claims": claims, "retried": checked.retried, "usefulness": checked.usefulness}
     if not kept:
-        return replace(answered, declined=checked.answer, reason="no claim of the answer stands in its sources")
+        return ended(Ending.DECLINED, "no claim of the answer stands in its sources", declined=checked.answer, **checks)
     retry = "; the stricter retry held up at least as well" if checked.retry_kept else ""
     answer, reason = checked.answer, f"{held}{retry}; {len(kept)} of {len(claims)} claim(s) supported"
     if len(kept) < len(claims):
         answer = " ".join(c.text + "".join(f" [{n}]" for n in c.cited) for c in kept)
         reason += f", {len(claims) - len(kept)} dropped"
-    return replace(answered, answer=answer, answered_by=RETRY if checked.retry_kept else by, reason=reason)
+    return ended(by, reason, answer=answer, strict=checked.retry_kept, **checks)

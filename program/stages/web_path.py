@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 import dspy
 
 from program.guards.caps import report_cap
+from program.stages.events import emit
 from program.text import clean_copy
 from program.types import Passage
 from program.web.base import SearchHit, WebSearchError
@@ -115,15 +116,23 @@ class WebSearcher(dspy.Module):
             inputs["candidate_terms"] = list(candidate_terms or [])
         try:
             # the small model sometimes leaves DSPy's "[[ ## completed ## ]]" marker in the field
-            return clean_copy(self.rewrite(**inputs, config={"temperature": 0.0}).query) or question
+            written = self.rewrite(**inputs, config={"temperature": 0.0}).query
         except Exception:  # an unparseable rewrite must not cost the web path
             return question
+        emit("rewrite", query=str(written))
+        return clean_copy(written) or question
 
     def forward(self, question: str, candidate_terms: list[str] | None = None, query: str | None = None) -> WebResult:
         """Search for ``question``, rewritten by ``RewriteQuery`` with ``candidate_terms`` (the
         knowledge base's terms nearest to the question, ``KnowledgeBase.candidate_terms``; None:
         an empty list). With ``query`` (already rewritten, e.g. by CRAG's correction step, which
-        also searches the knowledge base with it) no rewrite is made here."""
+        also searches the knowledge base with it) no rewrite is made here. A ``web`` event
+        reports what was found, or the error."""
+        result = self._search(question, candidate_terms, query)
+        emit("web", **{k: v for k, v in result.to_trace().items() if k not in ("question", "passages")})
+        return result
+
+    def _search(self, question: str, candidate_terms: list[str] | None, query: str | None) -> WebResult:
         if self.backend is None:
             return WebResult(question=question, query=query or "", error="web search disabled")
         name = getattr(self.backend, "name", "web")

@@ -26,9 +26,7 @@ def _snapshot(config: WebConfig):
     # the snapshot backend pulls in the retrieval stack (faiss, embeddings): only when it is chosen
     from program.web.snapshot import OfflineSnapshotBackend
 
-    backend = OfflineSnapshotBackend(config.snapshot_path or DEFAULT_WEB_SNAPSHOT)
-    backend.config = config  # carries the domain scope to the web path
-    return backend
+    return OfflineSnapshotBackend(config.snapshot_path or DEFAULT_WEB_SNAPSHOT, config=config)
 
 
 def build_backend(config: WebConfig | None = None):

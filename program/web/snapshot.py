@@ -41,7 +41,8 @@ class OfflineSnapshotBackend:
     config = None  # a WebConfig when built by program.web.registry (carries the domain scope)
 
     def __init__(self, snapshot_path: str | Path, index_dir: str | Path | None = None,
-                 embedder: Embedder | None = None):
+                 embedder: Embedder | None = None, config=None):
+        self.config = config  # a ``WebConfig``: carries the domain scope to the web path
         self.snapshot_path = Path(snapshot_path)
         if not self.snapshot_path.is_file():
             raise WebSearchError(self.name, f"snapshot file not found: {self.snapshot_path}")

@@ -131,11 +131,11 @@ def citations(result: CRAGResult) -> list[dict]:
 
 
 def verdict(result: CRAGResult, request: str) -> dict:
-    """The CRAG verdict a chat client can show: action, confidence, declined and why."""
-    return {"action": result.action.value if result.action else None, "confidence": round(result.confidence, 4),
-            "declined": result.fallback, "reason": result.declined_because if result.fallback else result.reason,
-            "answered_by": result.answered_by, "question": result.question, "asked": result.asked or result.question,
-            "request": request}
+    """The CRAG verdict a chat client can show: the route (``action``), how it ended (``outcome``,
+    ``program.types.Ending``), confidence, declined (the honest fallback) and why (``reason``)."""
+    return {"action": result.action.value if result.action else None, "outcome": result.outcome.ending.value,
+            "confidence": round(result.confidence, 4), "declined": result.fallback, "reason": result.outcome.reason,
+            "question": result.question, "asked": result.asked or result.question, "request": request}
 
 
 def _usage(result: CRAGResult) -> dict:

@@ -88,7 +88,7 @@ def reload_if_new(watched: Watched) -> bool:
         program = program_for(watched.flags, watched.config, kb, decide_retrieval=True, quiet=True)
         kb.search("warm up", 1)
         info = watched.describe(program)
-    except Exception as exc:  # noqa: BLE001 - whatever the new build lacks, the old one serves on
+    except Exception as exc:  # whatever the new build lacks, the old one serves on
         watched.failed = now
         log.warning("knowledge base %s: cannot load its new build (%s); still answering from the one loaded at "
                     "start or last reload", watched.name, " ".join(str(exc).split())[:300] or type(exc).__name__)
@@ -124,7 +124,7 @@ class Reloader:
             for w in self.watched:
                 try:
                     reload_if_new(w)
-                except Exception as exc:  # noqa: BLE001 - e.g. the database away: ask again next time
+                except Exception as exc:  # e.g. the database away: ask again next time
                     log.warning("knowledge base %s: cannot check for a new build: %s", w.name, exc)
 
     def stop(self) -> None:

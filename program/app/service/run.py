@@ -155,9 +155,7 @@ def _load(args, config, name: str, limiter=None):
     program = build_program_from_flags(args, config, decide_retrieval=True)  # requests may turn it off
     location = resources.kb_location(args.kb)
     report_left_out(location, getattr(program, "knowledge_base", None))
-    lm = configure_lm(args.model, args.api_base)
-    if args.no_cache:
-        lm.cache = False
+    lm = configure_lm(args.model, args.api_base, cache=not args.no_cache)
     embedded = (args.model or os.environ.get("CRAG_LM") or "embedded-1.5b") in EMBEDDED_MODELS
     decide = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
     runner = QuestionRunner(program, lm, concurrency=args.concurrency or (1 if embedded else 8),

@@ -61,7 +61,7 @@ def _docx(path: Path) -> tuple[str, str]:
     try:
         with open(path, "rb") as fh:
             html = mammoth.convert_to_html(fh, convert_image=lambda image: {}).value
-    except Exception as exc:  # noqa: BLE001 - a broken zip, a missing part
+    except Exception as exc:  # a broken zip, a missing part
         raise _unreadable(path, exc) from None
     return html_to_text(html)
 
@@ -80,6 +80,6 @@ def _markitdown(path: Path) -> tuple[str, str]:
         with warnings.catch_warnings():  # openpyxl warns of every workbook extension it drops: not the user's concern
             warnings.simplefilter("ignore")
             result = reader.convert_local(str(path))
-    except Exception as exc:  # noqa: BLE001 - each format's reader fails its own way
+    except Exception as exc:  # each format's reader fails its own way
         raise _unreadable(path, exc) from None
     return str(result.title or "").strip(), result.text_content or ""

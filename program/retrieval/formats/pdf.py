@@ -54,7 +54,7 @@ def pdf_to_markdown(path: Path, progress=None) -> Converted:
     try:
         pdf = pdfplumber.open(path)
         total = len(pdf.pages)
-    except Exception as exc:  # noqa: BLE001 - pdfminer raises many kinds for a broken file
+    except Exception as exc:  # pdfminer raises many kinds for a broken file
         if isinstance(exc, PDFPasswordIncorrect) or "PDFPasswordIncorrect" in _reason(exc):
             raise DocumentError(f"{path} is encrypted with a password; OCR and decryption are not run: decrypt it "
                                 "first (e.g. qpdf --decrypt --password=PASSWORD in.pdf out.pdf)") from None
@@ -66,10 +66,10 @@ def pdf_to_markdown(path: Path, progress=None) -> Converted:
         for n, page in enumerate(pdf.pages, start=1):
             try:
                 pages.append(_page_items(page))
-            except Exception:  # noqa: BLE001 - a table or column cut pdfplumber refuses: the page's plain lines
+            except Exception:  # a table or column cut pdfplumber refuses: the page's plain lines
                 try:
                     pages.append(_plain_items(page))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise DocumentError(f"{path}: page {n} cannot be read ({_reason(exc)})") from None
             page.close()  # frees the page's parsed objects: a 2,000-page PDF stays in memory bounds
             if progress is not None:

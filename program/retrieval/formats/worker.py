@@ -185,7 +185,7 @@ def _serve(pipe: Connection) -> None:
             answer = ("document", str(exc))
         except CorpusError as exc:  # a setting, not the file: the whole load stops, as in one process
             answer = ("setting", str(exc))
-        except Exception as exc:  # noqa: BLE001 - a converter's own bug on this file: the file is left out
+        except Exception as exc:  # a converter's own bug on this file: the file is left out
             reason = (str(exc).strip().splitlines() or [""])[0][:160]
             answer = ("document", f"{path}: conversion failed ({type(exc).__name__}: {reason})")
         pipe.send(answer)

@@ -47,15 +47,16 @@ class PgVectorKnowledgeBase:
         embedder: embeds queries; its model and dimensions match the table's.
     """
 
-    def __init__(self, db: Database, embedder, ef_search: int, build_id: str = ""):
+    def __init__(self, db: Database, embedder, ef_search: int, build_id: str = "", last_ingest=None):
         self.url, self._db, self.embedder, self.ef_search = db.url, db, embedder, ef_search
+        self.last_ingest = last_ingest  # the IngestReport of the build that opened it (``build``), else None
         self._names = schema.names(db.url.table)
         self._build_id = build_id
 
     # ------------------------------------------------------------------ open / build
     @classmethod
     def connect(cls, url: str, embedder=None, *, attempts: int = 3, pool_size: int = 4,
-                timeout: float = 10.0) -> "PgVectorKnowledgeBase":
+                timeout: float = 10.0, last_ingest=None) -> "PgVectorKnowledgeBase":
         """Open the knowledge base at ``url`` (``postgresql://...?table=NAME``).
 
         Args:
@@ -64,6 +65,7 @@ class PgVectorKnowledgeBase:
             attempts: tries per statement when the connection is lost (1 = no retry).
             pool_size: at most this many connections to the server.
             timeout: seconds to wait for a connection, per attempt.
+            last_ingest: the ``IngestReport`` of the build that opens it (``build``).
 
         Raises:
             ValueError: a malformed URL or table name.
@@ -94,7 +96,7 @@ class PgVectorKnowledgeBase:
         except BaseException:
             db.close()
             raise
-        return cls(db, emb, int(meta["index"]["ef_search"]), _generation(meta))
+        return cls(db, emb, int(meta["index"]["ef_search"]), _generation(meta), last_ingest)
 
     @classmethod
     def build(cls, source_path: str | Path, url: str, embedder=None, *, target_tokens: int = 200,
@@ -124,9 +126,7 @@ class PgVectorKnowledgeBase:
                                   batch_size=batch_size, with_vocabulary=with_vocabulary)
         finally:
             db.close()
-        kb = cls.connect(url, emb)
-        kb.last_ingest = report
-        return kb
+        return cls.connect(url, emb, last_ingest=report)
 
     def close(self) -> None:
         """Close the connection pool."""

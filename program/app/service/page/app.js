@@ -107,6 +107,14 @@ function showCited(answer, citations, sentences) {
   return unsupported.length ? [`no strip supports: ${unsupported.join(" ")}`] : [];
 }
 
+// how the question ended (program.types.Outcome), one phrase; none for a baseline's answer
+function outcomeLine(o) {
+  if (o.ending === "declined") return [o.declined ? `declined (${o.reason}): the best answer written was "${o.declined}"` : `nothing reliable remained: the honest fallback (${o.reason})`];
+  if (o.ending === "stopped") return [`${o.reason}: the honest fallback`];
+  const who = { draft: "the draft", corrected: "the corrected answer" }[o.ending];
+  return who ? [`answered by ${o.strict ? "the stricter retry of " : ""}${who}: ${o.reason}`] : [];
+}
+
 function onResult(r) {
   $("verdict").hidden = false;
   writing = ""; $("answer").className = "";  // the verdict: the answer shown is the one given
@@ -115,8 +123,7 @@ function onResult(r) {
   $("strips").replaceChildren(...r.strips.map((s, i) => stripItem(s, { id: `strip-${i + 1}` })));
   const flags = [];
   flags.push(`confidence ${fmt(r.confidence)}`);
-  if (r.fallback) flags.push(r.declined ? `declined (${r.declined_because || "below the operating point"}): the best answer written was "${r.declined}"` : `nothing reliable remained: the honest fallback${r.declined_because ? ` (${r.declined_because})` : ""}`);
-  else if (r.answered_by) flags.push(`answered by the ${r.answered_by}: ${r.reason}`);
+  flags.push(...outcomeLine(r.outcome));
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
   flags.push(...unsupported);
