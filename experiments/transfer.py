@@ -49,7 +49,7 @@ from program.adaptation.calibrate import auc, f1, group_runs, popqa_expected, qu
 from program.adaptation.fit import pair_scores
 from program.adaptation.pairs import Pairs, adversarial_strip_pairs, support_rows_pairs
 from program.atomic import write_atomic
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT
+from program.judges.judgments import PASSAGE, STRIP, STRIP_KEEP, SUPPORT, SUPPORT_FULLY, SUPPORT_PARTIALLY
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
 DEFAULT_OUT = Path("reports/judge-transfer")
@@ -85,13 +85,13 @@ def measure_domain(judges, name: str, kb, embedder) -> dict:
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
         "passage_auc": auc(pairs.labels, scores),
-        "strip_f1": f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
-        "support_accuracy": support_accuracy(support.targets, support_scores, judges.thresholds["support_partially"],
-                                                judges.thresholds["support_fully"]),
+        "strip_f1": f1(strips.labels, strip_scores >= judges.threshold(STRIP_KEEP)),
+        "support_accuracy": support_accuracy(support.targets, support_scores, judges.threshold(SUPPORT_PARTIALLY),
+                                                judges.threshold(SUPPORT_FULLY)),
         "confusion": confusion(expected, actions),
-        "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
-                       "support_partially": judges.thresholds["support_partially"],
-                       "support_fully": judges.thresholds["support_fully"]},
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], STRIP_KEEP.key: judges.threshold(STRIP_KEEP),
+                       SUPPORT_PARTIALLY.key: judges.threshold(SUPPORT_PARTIALLY),
+                       SUPPORT_FULLY.key: judges.threshold(SUPPORT_FULLY)},
         "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(support)},
         "splits": {"queries": "test", "strips": strip_split, "support": support_split},
     }
@@ -113,16 +113,16 @@ def measure_popqa(judges, kb, embedder) -> dict:
     claims = popqa_support_pairs(dev_q, kb, embedder)
     claim_scores = pair_scores(judges, SUPPORT, claims)
     lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
-    kept = (lexical == 1.0) | (claim_scores >= judges.thresholds["support_partially"])
+    kept = (lexical == 1.0) | (claim_scores >= judges.threshold(SUPPORT_PARTIALLY))
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
         "passage_auc": auc(pairs.labels, scores),
-        "strip_f1": f1(strips.labels, strip_scores >= judges.thresholds["strip_keep"]),
+        "strip_f1": f1(strips.labels, strip_scores >= judges.threshold(STRIP_KEEP)),
         "support_accuracy": round(float((kept == np.asarray(claims.labels, bool)).mean()), 4),
         "confusion": confusion(expected, actions),
-        "thresholds": {"lower": t["lower"], "upper": t["upper"], "strip_keep": judges.thresholds["strip_keep"],
-                       "support_partially": judges.thresholds["support_partially"],
-                       "support_fully": judges.thresholds["support_fully"]},
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], STRIP_KEEP.key: judges.threshold(STRIP_KEEP),
+                       SUPPORT_PARTIALLY.key: judges.threshold(SUPPORT_PARTIALLY),
+                       SUPPORT_FULLY.key: judges.threshold(SUPPORT_FULLY)},
         "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(claims)},
         "splits": {"queries": "dev", "strips": "dev", "support": "dev"},
     }

@@ -25,7 +25,7 @@ from optimize import predictor_metrics as pm
 from optimize.continued import ContinuedCheck
 from program.stages.decision import evaluator_action
 from program.judges import JudgeChoice, JudgeSet
-from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT
+from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, STRIP_KEEP, SUPPORT
 from program.judges.store import corpus_key
 from program.stages.evaluator import score_grade
 from program.stages.selfcheck import decide_support, lexical_support
@@ -64,7 +64,7 @@ def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
 
 def strip_candidates(judges: JudgeSet, rows) -> dict:
     """``{"lm", "trained", "cascade"}`` -> F1 of kept strips on StripRelevance's dev rows."""
-    keep = judges.thresholds.get("strip_keep", 0.5)
+    keep = judges.threshold(STRIP_KEEP)
     kept = {"lm": [], "trained": [], "cascade": []}
     labels = []
     for example, pred, _ in rows:

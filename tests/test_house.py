@@ -38,6 +38,18 @@ def test_the_compiled_predictors_keep_their_names():
                      "checker.support", "usefulness.judge"}
 
 
+def test_every_predictor_the_compile_and_the_judgments_name_is_one_of_crags():
+    """The compile's specs and the judgment records name predictors by path; each path is one
+    CRAG has, with the Signature it says (a renamed attribute fails here, not in a compile)."""
+    from optimize.compile import SPECS
+    from program.judges.judgments import JUDGMENTS
+
+    predictors = dict(CRAG(ListKnowledgeBase(["x"]), decide_retrieval=True).named_predictors())
+    named = {s.path: s.signature for s in SPECS} | {j.predictor: j.signature for j in JUDGMENTS.values()}
+    assert {path: predictors[path].signature.__name__ if path in predictors else None for path in named} == \
+        {path: signature.__name__ for path, signature in named.items()}
+
+
 def test_the_event_stream_is_emitted_where_steps_run_not_rebuilt_from_callbacks():
     tracing = (ROOT / "program" / "app" / "tracing.py").read_text(encoding="utf-8")
     tree = ast.parse(tracing)
@@ -98,3 +110,19 @@ def test_the_question_is_parsed_once_per_question(fake_lm, monkeypatch):
     assert result.action is not None and "rewrite" in [s.step for s in result.trace.steps]
     asked = {name: n for (name, text), n in computed.items() if text == question}
     assert asked and set(asked.values()) == {1}, asked
+
+
+def test_a_judgments_thresholds_are_named_only_in_its_record():
+    """Each threshold is a ``Threshold`` its judgment's record owns; code reads it with
+    ``JudgeSet.threshold(RECORD)``, never by its key string (``"support_fully"``)."""
+    from program.judges.judgments import JUDGMENTS
+
+    keys = {t.key for j in JUDGMENTS.values() for t in (*j.thresholds, j.keep)}
+    named = []
+    for path in (p for folder in ("program", "optimize", "experiments") for p in (ROOT / folder).rglob("*.py")):
+        if path.relative_to(ROOT).as_posix() == "program/judges/judgments.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in keys:
+                named.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}")
+    assert keys >= {"strip_keep", "support_partially", "support_fully"} and named == []

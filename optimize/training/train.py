@@ -39,7 +39,8 @@ from program.adaptation.fit import (LABELED_SUPPORT_WEIGHT, POPQA_CLAIM_WEIGHT, 
 from program.app import resources
 from program.app.resources import web_backend
 from program.judges import JudgeSet, LinearJudge, save_judges
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED, Judgment
+from program.judges.judgments import (PASSAGE, STRIP, STRIP_KEEP, SUPPORT, SUPPORT_FULLY, SUPPORT_PARTIALLY, TRAINED,
+                                      Judgment)
 from program.judges.store import corpus_key
 
 
@@ -156,10 +157,10 @@ def train_judges(popqa_kb, adversarial_kb, embedder, log=print, web=None) -> Jud
     for judgment in TRAINED:
         if judgment.example is not None:  # a judgment learned from its own labeled rows alone
             log_step(f"{judgment.name} pairs")
-            fitted[judgment], keeps[f"{judgment.name}_keep"] = fit_from_rows(
+            fitted[judgment], keeps[judgment.keep.key] = fit_from_rows(
                 judgment, adversarial.load_rows(judgment.rows, "train"), embedder.encode)
-    judges = trained_set(fitted, thresholds={**thresholds, "strip_keep": keep, "support_partially": lo,
-                                             "support_fully": hi, **keeps},
+    judges = trained_set(fitted, thresholds={**thresholds, STRIP_KEEP.key: keep, SUPPORT_PARTIALLY.key: lo,
+                                             SUPPORT_FULLY.key: hi, **keeps},
                          thresholds_by_corpus=by_corpus, embedder=embedder)
     log_step("measuring on dev")
     figures = measure_dev(judges, dev_q, adv, popqa_kb, adversarial_kb, embedder, web)
@@ -218,33 +219,31 @@ def _adversarial_passage_figures(judges: JudgeSet, adv, adversarial_kb, embedder
 
 def _strip_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder, web=None) -> tuple[dict, dict]:
     """``(PopQA dev strip figures, adversarial dev strip figures)``: AUC and F1 at the keep threshold."""
-    t = judges.thresholds
     pop_strips = jd.popqa_strip_pairs(dev_q, popqa_kb, embedder)
     pop_strip_scores = pair_scores(judges, STRIP, pop_strips)
     popqa = {"strips": len(pop_strips), "strip_auc": auc(pop_strips.labels, pop_strip_scores),
-             "strip_f1": f1(pop_strips.labels, pop_strip_scores >= t["strip_keep"])}
+             "strip_f1": f1(pop_strips.labels, pop_strip_scores >= judges.threshold(STRIP_KEEP))}
     if web is not None:  # the web pages' strips, labeled as in training
         web_strips = jd.popqa_web_strip_pairs(dev_q, web, embedder)
         web_scores = pair_scores(judges, STRIP, web_strips)
         popqa.update({
             "web_strips": len(web_strips), "web_strip_auc": auc(web_strips.labels, web_scores),
-            "web_strip_f1": f1(web_strips.labels, web_scores >= t["strip_keep"])})
+            "web_strip_f1": f1(web_strips.labels, web_scores >= judges.threshold(STRIP_KEEP))})
     strips = jd.adversarial_strip_pairs(adv[STRIP.rows]["dev"], embedder)
     strip_scores = pair_scores(judges, STRIP, strips)
-    return popqa, {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= t["strip_keep"]),
+    return popqa, {"strips": len(strips), "f1": f1(strips.labels, strip_scores >= judges.threshold(STRIP_KEEP)),
                    "auc": auc(strips.labels, strip_scores)}
 
 
 def _support_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder) -> tuple[dict, dict]:
     """``(adversarial dev support figures, PopQA dev claim figures)``, beside word overlap's."""
-    t = judges.thresholds
     support = jd.support_rows_pairs(adv[SUPPORT.rows]["dev"], embedder)
     support_scores = pair_scores(judges, SUPPORT, support)
     lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in support.dense])
     support_dev = {
         "rows": len(support),
-        "verdict_accuracy": support_accuracy(support.targets, support_scores, t["support_partially"],
-                                             t["support_fully"]),
+        "verdict_accuracy": support_accuracy(support.targets, support_scores, judges.threshold(SUPPORT_PARTIALLY),
+                                             judges.threshold(SUPPORT_FULLY)),
         "word_overlap_accuracy": round(float((lexical == np.asarray(support.targets)).mean()), 4),
         "auc_fully": auc(support.labels, support_scores)}
     claims = jd.popqa_support_pairs(dev_q, popqa_kb, embedder)
@@ -252,7 +251,7 @@ def _support_figures(judges: JudgeSet, dev_q, adv, popqa_kb, embedder) -> tuple[
     claim_lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
     supported = np.asarray(claims.labels, bool)
     # as the self-check decides: word overlap's "fully" stands, else the judge's score
-    kept = (claim_lexical == 1.0) | (claim_scores >= t["support_partially"])
+    kept = (claim_lexical == 1.0) | (claim_scores >= judges.threshold(SUPPORT_PARTIALLY))
     return support_dev, {
         "claims": len(claims), "supported": int(supported.sum()),
         "kept_accuracy": round(float((kept == supported).mean()), 4),

@@ -19,7 +19,7 @@ from program.adaptation.calibrate import (GRID, calibrate_actions, calibrate_sup
                                           popqa_expected)
 from program.adaptation.pairs import Pairs
 from program.judges import JudgeChoice, JudgeSet, LinearJudge
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT, Judgment
+from program.judges.judgments import PASSAGE, STRIP, STRIP_KEEP, SUPPORT, SUPPORT_FULLY, SUPPORT_PARTIALLY, Judgment
 from program.judges.store import corpus_key
 
 
@@ -218,7 +218,8 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     support, lo, hi = _support_judge(sources)
 
     judges = trained_set({PASSAGE: passage, STRIP: strip, SUPPORT: support},
-                            thresholds={**default, "strip_keep": keep, "support_partially": lo, "support_fully": hi},
+                            thresholds={**default, STRIP_KEEP.key: keep, SUPPORT_PARTIALLY.key: lo,
+                                        SUPPORT_FULLY.key: hi},
                             thresholds_by_corpus=by_corpus, embedder=embedder)
     log(f"judges fitted on {', '.join(s.name for s in sources)} in {time.perf_counter() - started:.1f} s")
     return judges

@@ -30,6 +30,21 @@ CANDIDATES = ("trained", "cascade", "lm")  # cheapest first: a tie on dev goes t
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """A cut on a judgment's scores, owned by its ``Judgment`` record: ``key`` names it in
+    ``judges.json`` (where the compile and ``index`` save what they fit), ``default`` is used
+    when none was fit. Read it with ``JudgeSet.threshold``; no module names the key itself."""
+
+    key: str
+    default: float
+
+
+STRIP_KEEP = Threshold("strip_keep", 0.5)  # a strip at or above it is kept (CRAG §4.4)
+SUPPORT_PARTIALLY = Threshold("support_partially", 0.35)  # IsSup: partially supported from here
+SUPPORT_FULLY = Threshold("support_fully", 0.5)  # IsSup: fully supported from here
+
+
+@dataclass(frozen=True)
 class Judgment:
     """One judgment the program makes, and everything that decides it.
 
@@ -46,6 +61,8 @@ class Judgment:
         candidates: who may decide it: ``trained``, ``cascade``, ``lm`` (``JudgeChoice.use``).
         reads: the judgment whose trained judge scores it (usefulness reads the passage judge),
             or None when it has its own.
+        thresholds: the cuts on its scores it owns (``Threshold``); a judgment learned from its
+            own rows (``example``) owns its ``keep``.
         example: ``example(row) -> (items, label)``: one labeled row of ``rows`` as ``inputs``'
             items and its truth. A judgment that has it is trained on those rows alone
             (``optimize.training.train.fit_from_rows``, its keep threshold the best F1's); the three
@@ -61,6 +78,12 @@ class Judgment:
     candidates: tuple[str, ...] = CANDIDATES
     reads: "Judgment | None" = None
     example: Callable[[dict], tuple[dict, bool]] | None = None
+    thresholds: tuple[Threshold, ...] = ()
+
+    @property
+    def keep(self) -> Threshold:
+        """The keep threshold of a judgment learned from its own rows (its best F1's, when fit)."""
+        return Threshold(f"{self.name}_keep", 0.5)
 
     @property
     def judge(self) -> "Judgment":
@@ -143,8 +166,10 @@ def _support_inputs(encode, claim: str, evidence: str, lexical_verdict: float, q
 
 
 PASSAGE = Judgment("passage", GradeRetrieval, "evaluator.grade", "grading", tuple(PASSAGE_NAMES), _passage_inputs)
-STRIP = Judgment("strip", StripRelevance, "refiner.grade", "strips", tuple(STRIP_NAMES), _strip_inputs)
-SUPPORT = Judgment("support", CheckClaimSupport, "checker.support", "support", tuple(SUPPORT_NAMES), _support_inputs)
+STRIP = Judgment("strip", StripRelevance, "refiner.grade", "strips", tuple(STRIP_NAMES), _strip_inputs,
+                 thresholds=(STRIP_KEEP,))
+SUPPORT = Judgment("support", CheckClaimSupport, "checker.support", "support", tuple(SUPPORT_NAMES), _support_inputs,
+                   thresholds=(SUPPORT_PARTIALLY, SUPPORT_FULLY))
 # IsUse has no labeled rows: the passage judge reads the answer as a passage (program.stages.usefulness)
 USEFULNESS = Judgment("usefulness", JudgeUsefulness, "usefulness.judge", "", tuple(PASSAGE_NAMES), _passage_inputs,
                       candidates=("trained", "lm"), reads=PASSAGE)

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.judgments import JUDGMENTS, PASSAGE, Judgment, as_judgment
+from program.judges.judgments import (JUDGMENTS, PASSAGE, SUPPORT_FULLY, SUPPORT_PARTIALLY, Judgment, Threshold,
+                                      as_judgment)
 from program.judges.model import LinearJudge
 from program.retrieval.embedding import get_embedder
 
@@ -201,11 +202,16 @@ class JudgeSet:
         judge = self.judges[judgment.judge.name]
         return [judge.score(dense, cues) for dense, cues in judgment.inputs(self._encode, **items)]
 
+    def threshold(self, threshold: Threshold, default: float | None = None) -> float:
+        """The value fit for ``threshold`` (a ``Threshold`` a judgment record owns), else
+        ``default``, else the threshold's own default."""
+        return self.thresholds.get(threshold.key, threshold.default if default is None else default)
+
     def support_verdict(self, score: float) -> str:
         """Self-RAG's verdict for a support score, by the calibrated thresholds."""
-        if score >= self.thresholds.get("support_fully", 0.5):
+        if score >= self.threshold(SUPPORT_FULLY):
             return "fully"
-        return "partially" if score >= self.thresholds.get("support_partially", 0.35) else "no"
+        return "partially" if score >= self.threshold(SUPPORT_PARTIALLY) else "no"
 
     def to_dict(self) -> dict:
         return {"judges": {k: j.to_dict() for k, j in self.judges.items()},

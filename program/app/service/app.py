@@ -83,7 +83,7 @@ def _add_chat_routes(app: FastAPI, runners: dict[str, QuestionRunner], started: 
     async def chat_completions(body: chat.ChatRequest, request: Request):
         """A ``chat.completion`` (or with ``stream: true`` its chunks, then ``[DONE]``) whose
         message is the answer with its ``[n]`` markers or the decline; ``citations`` and ``crag``
-        (action, confidence, declined, reason, the standalone question) are extra fields."""
+        (action, outcome, confidence, declined, reason, the standalone question) are extra fields."""
         chosen = pick(runners, body.model)
         if chosen.full:
             raise HTTPException(503, f"busy: {chosen.waiting} questions are waiting; try again later")

@@ -6,7 +6,7 @@ operator named it. The last message is the question; the user's earlier turns an
 assistant's replies are the conversation it follows (``program.stages.followup`` rewrites a
 follow-up into a standalone question first). The reply's text is the answer with its ``[n]``
 markers, or the decline; two extra fields say the rest: ``citations`` (file, page, title, URL of
-each ``[n]``) and ``crag`` (action, confidence, declined or not, why, the standalone question).
+each ``[n]``) and ``crag`` (action, outcome, confidence, declined or not, why, the standalone question).
 
 ``stream: true`` sends ``chat.completion.chunk`` events: the role at once, a comment line while
 the program judges (keeps proxies from closing the connection), the answer's words once the
