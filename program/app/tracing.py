@@ -64,7 +64,7 @@ def _plain(value):
 
 
 class StepRecorder(BaseCallback):
-    """Turn one question's module calls into step events (see the module docstring).
+    """Receive one question's step events and count its LM calls (see the module docstring).
 
     Args:
         sinks: callables receiving each event dict, in order.

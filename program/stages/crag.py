@@ -103,10 +103,8 @@ class CRAG(dspy.Module):
         self.claim_check = ClaimCheck(self.checker, self.generator, self.usefulness, settings)
 
     def narrowed(self, settings: CRAGSettings, *, web: bool = True) -> "CRAG":
-        """This program as one request may run it: a new ``CRAG`` built with ``settings`` (and no
-        web when ``web`` is False) around the same knowledge base, embedder, judges and confidence
-        model, its predictors loaded with this one's compiled state. ``self`` is left as it was
-        (the service answers several requests at once, ``program.app.service.runner``)."""
+        """A new ``CRAG`` with ``settings`` (no web when ``web`` is False) around the same parts and
+        compiled state, as one request runs it; ``self`` is left as it was (``service.runner``)."""
         view = CRAG(self.knowledge_base, web=self.web_searcher.backend if web else None, embedder=self.embedder,
                     judges=self.judges, confidence=self.confidence, settings=settings, sources=self.sources)
         compiled = dict(self.named_predictors())
@@ -154,6 +152,9 @@ class CRAG(dspy.Module):
         return replace(result, asked=asked) if result.question != asked else result
 
     def _route(self, question: str, trace: Trace) -> CRAGResult:
+        """Retrieve or not (Self-RAG §3.1); retrieve and grade (CRAG §4.2); draft; decide the action
+        with the draft as evidence (§4.3); correct unless CORRECT (§4.3); check the kept answer's
+        claims (Self-RAG's IsSup, IsUse); the verdict declines or answers; cite."""
         closed = self.retrieve_or_not(question=question, trace=trace, mode=self.mode)
         if closed is not None:
             return closed
@@ -191,10 +192,8 @@ class CRAG(dspy.Module):
         return outcome.result(question, draft, grades, corrected, cited, trace, self.mode)
 
     def draft_context(self, question: str, trace: Trace | None = None) -> tuple[list[Strip], list[ChunkGrade]]:
-        """``(strips, grades)``: what the draft reads for ``question`` and the passages' grades,
-        as ``forward`` computes them before the draft (retrieve, set aside, evaluate, read; no LM
-        call). For tools that score drafts outside ``forward`` (the operating point, the
-        confidence model's rows), so that they read what the program reads."""
+        """``(strips, grades)``: what the draft reads for ``question``, as ``forward`` reads it (no LM
+        call): for tools that score drafts outside it (the operating point, the confidence rows)."""
         trace = trace if trace is not None else Trace()
         found = self.retrieve(question=question, trace=trace)
         return self.reader.read(question, found.passages, found.grades, trace), found.grades
