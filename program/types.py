@@ -32,6 +32,7 @@ class Ending(str, Enum):
     STOPPED = "stopped"  # a cap was reached (``program.guards.caps``): the honest fallback
     CLOSED_BOOK = "closed-book"  # answered without retrieval (Self-RAG's Retrieve = no, or the closed mode)
     ANSWERED = "answered"  # a baseline's answer (rag, langgraph): no verdict was made
+    NO_DOCUMENTS = "no-documents"  # the question's filter (or its key's scope) keeps no document: nothing was read
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Outcome:
 
     def summary(self) -> str:
         """One line: ``declined: <reason>``, ``stopped: ...`` or ``answered by the draft: <reason>``."""
-        if self.ending is Ending.STOPPED:
+        if self.ending in (Ending.STOPPED, Ending.NO_DOCUMENTS):
             return self.reason
         if self.fallback:
             return f"declined: {self.reason}"
@@ -338,6 +339,8 @@ class CRAGResult:
         trace: steps with LM calls, tokens and seconds, and notable events.
         mode: ``closed``, ``rag``, ``crag`` (no claim check), ``self-crag`` (the whole program) or
             ``langgraph`` (LangGraph's CRAG tutorial, ``program.stages.baselines.LangGraphCRAG``).
+        filter: the documents the question could read (``program.retrieval.filters.DocumentFilter.to_dict``:
+            the request's filter intersected with its key's scope); ``{}`` for the whole knowledge base.
     """
 
     question: str
@@ -359,6 +362,7 @@ class CRAGResult:
     usefulness: float = -1.0
     trace: Trace = field(default_factory=Trace)
     mode: str = "self-crag"
+    filter: dict = field(default_factory=dict)
 
     @property
     def fallback(self) -> bool:

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256
-from program.retrieval.changes import FILE_CHUNKS, UNREADABLE_FILES, CorpusChanges, compare
+from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256, modified_times
+from program.retrieval.changes import FILE_CHUNKS, FILE_MODIFIED, UNREADABLE_FILES, CorpusChanges, compare
 from program.retrieval.chunking import chunk_document, chunking_params
 from program.retrieval.corpus import (CorpusError, check_document_ids, empty_corpus, list_source_files,
                                       read_documents)
@@ -191,7 +191,8 @@ def _build(cls, source: Path, index_dir: Path, emb, expected: dict, spec: IndexS
     faiss_index = build_index(spec, matrix)
     manifest = {**expected, "index": spec.to_manifest(), "lexical": {"library": "bm25s", **LEXICAL_PARAMS},
                 "source_path": str(source), "documents": len({c.doc_id for c in chunks}), "chunk_count": len(chunks),
-                FILE_CHUNKS: built.per_file, UNREADABLE_FILES: built.unreadable,
+                FILE_CHUNKS: built.per_file, FILE_MODIFIED: modified_times(source, built.per_file),
+                UNREADABLE_FILES: built.unreadable,
                 "skipped_files": [str(s) for s in list_source_files(source)[1]],
                 "unreadable": list(built.unreadable.values()), "changes": changes.to_dict(),
                 "embedded_chunks": built.embedded, "build_seconds": round(time.perf_counter() - t0, 3),

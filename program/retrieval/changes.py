@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FILE_CHUNKS = "file_chunks"  # manifest entry: corpus file -> its chunk count, in chunk order
+FILE_MODIFIED = "file_modified"  # manifest entry: corpus file -> its modification time when indexed (UTC)
 UNREADABLE_FILES = "unreadable_files"  # manifest entry: corpus file -> the line saying why it was left out
 NEW = "no previous index"
 MISSING_CONVERTER = "crag-dspy[documents]"  # in the line of a file left out for want of its converter
@@ -114,4 +115,4 @@ def compare(saved: dict | None, expected: dict, source_path: str) -> CorpusChang
                          sum(per_file.get(f, 0) for f in unchanged))
 
 
-__all__ = ["FILE_CHUNKS", "UNREADABLE_FILES", "CorpusChanges", "compare"]
+__all__ = ["FILE_CHUNKS", "FILE_MODIFIED", "UNREADABLE_FILES", "CorpusChanges", "compare"]

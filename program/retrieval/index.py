@@ -43,10 +43,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import faiss
+import numpy as np
 
 from program.paths import state_root
 from program.retrieval.base import (IndexNotFoundError, KnowledgeBaseError, embed_text,  # noqa: F401 (re-exported)
-                                    file_sha256)
+                                    file_sha256, modified_times)
+from program.retrieval.changes import FILE_CHUNKS, FILE_MODIFIED
 from program.retrieval.chunking import Chunk
 from program.retrieval.embedder_choice import embedding_mismatch, knowledge_base_embedder
 from program.retrieval.embedding import Embedder
@@ -56,6 +58,7 @@ from program.retrieval.index_files import (CHUNKS_FILE, FORMAT_VERSION, INDEX_FI
                                            vocabulary_stamp, write_atomic)
 from program.retrieval.interrupted import recover_interrupted_write
 from program.retrieval.feedback import FEEDBACK_CHUNKS, feedback_terms
+from program.retrieval.filters import DocumentFilter, Within, file_time, select
 from program.retrieval.lexical import LexicalIndex, tokens
 from program.retrieval.mentions import mentioned_in, word_set
 from program.retrieval.vocabulary import Vocabulary, build_vocabulary
@@ -65,6 +68,19 @@ from program.types import Passage
 
 log = logging.getLogger(__name__)
 _write_atomic = write_atomic  # the name the kill tests drive
+
+
+class KeptChunks:
+    """The chunks a restriction keeps: a boolean ``mask`` over chunk positions, the positions, and
+    a faiss ``IDSelectorBitmap`` over them (it reads ``bits``, which this object keeps alive)."""
+
+    def __init__(self, mask: np.ndarray):
+        self.mask = mask
+        self.positions = np.flatnonzero(mask)
+        self.count = int(len(self.positions))
+        self.bits = np.packbits(mask, bitorder="little")
+        self.selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(self.bits))
+        self.words: frozenset[str] | None = None  # the kept chunks' word set, built when first asked
 
 
 def _fingerprint(source_path: Path) -> dict[str, str]:
@@ -100,6 +116,9 @@ class KnowledgeBase:
         self._words: frozenset[str] | None = None
         self._lexical = lexical
         self._lexical_lock = threading.Lock()
+        self._file_dates: dict | None = None
+        self._kept: dict[Within, KeptChunks] = {}  # restrictions searched lately, oldest first
+        self._kept_lock = threading.Lock()
         self.changes = changes  # what the build that returned it changed (``program.retrieval.changes``)
 
     @property
@@ -351,15 +370,27 @@ class KnowledgeBase:
             return []
         return vocabulary.nearest(self.embedder.encode([question])[0], n)
 
-    def mentions(self, terms) -> set[str]:
-        """The ``terms`` (lower-cased words) that some chunk's text or title holds, in either
-        number (:mod:`program.retrieval.mentions`); the word set is built once, on first use."""
-        if self._words is None:
-            self._words = word_set(f"{c.title} {c.text}" for c in self.chunks)
-        return mentioned_in(self._words, terms)
+    def mentions(self, terms, *, within: Within | None = None) -> set[str]:
+        """The ``terms`` (lower-cased words) that some chunk's text or title holds (only chunks
+        ``within``, when given), in either number (:mod:`program.retrieval.mentions`); each word
+        set is built once, on first use."""
+        kept = self.kept(within)
+        if kept is None:
+            if self._words is None:
+                self._words = word_set(f"{c.title} {c.text}" for c in self.chunks)
+            return mentioned_in(self._words, terms)
+        if kept.words is None:
+            kept.words = word_set(f"{self.chunks[i].title} {self.chunks[i].text}" for i in kept.positions)
+        return mentioned_in(kept.words, terms)
+
+    def chunks_within(self, within: Within | None) -> list[Chunk]:
+        """The chunks ``within`` keeps, in chunk order (all of them for None)."""
+        kept = self.kept(within)
+        return self.chunks if kept is None else [self.chunks[i] for i in kept.positions]
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID) -> list[Passage]:
+    def search(self, query: str, k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID, *,
+               within: Within | None = None) -> list[Passage]:
         """Top-``k`` chunks for ``query``, best first.
 
         Args:
@@ -367,29 +398,34 @@ class KnowledgeBase:
                 candidates each) fused by reciprocal rank (:mod:`program.retrieval.fusion`);
                 ``"dense"``: cosine similarity alone; ``"lexical"``: BM25 alone.
             fusion: the fusion's rank constant, weights and depth.
+            within: only chunks of these corpus files and pages (:mod:`program.retrieval.filters`),
+                filtered inside both rankings: faiss searches with an ID selector over the kept
+                chunks (exact, over the stored vectors, for HNSW too), BM25 scores only them.
 
         Returns:
             Passages with ``id`` = chunk id, ``source="kb"``, ``score`` = cosine in [-1, 1] of the
             chunk to the query whatever the mode (the judges read it), ``url`` = document URL or
-            else its source file path. ``[]`` for a blank query or k <= 0.
+            else its source file path. ``[]`` for a blank query, k <= 0 or nothing ``within``.
 
         Raises:
             ValueError: an unknown mode.
         """
-        return self.search_batch([query], k, mode, fusion)[0]
+        return self.search_batch([query], k, mode, fusion, within=within)[0]
 
     def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid",
-                     fusion: FusionParams = HYBRID) -> list[list[Passage]]:
+                     fusion: FusionParams = HYBRID, *, within: Within | None = None) -> list[list[Passage]]:
         """:meth:`search` for many queries with one embedding pass; one list per query."""
         check_mode(mode)
         out: list[list[Passage]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q and q.strip()]
-        k = min(k, len(self.chunks))
+        kept = self.kept(within)
+        size = len(self.chunks) if kept is None else kept.count
+        k = min(k, size)
         if not live or k <= 0:
             return out
         vecs = self.embedder.encode([queries[i] for i in live])
-        depth = min(len(self.chunks), k if mode == "dense" else max(k, fusion.depth))
-        scores, ids = self._index.search(vecs, depth) if mode != "lexical" else (None, None)
+        depth = min(size, k if mode == "dense" else max(k, fusion.depth))
+        scores, ids = self._dense(vecs, depth, kept) if mode != "lexical" else (None, None)
         for row, qi in enumerate(live):
             dense = {} if ids is None else {int(i): float(s) for s, i in zip(scores[row], ids[row]) if i >= 0}
             if mode == "dense":
@@ -397,11 +433,59 @@ class KnowledgeBase:
             else:
                 top = list(dense)[:FEEDBACK_CHUNKS]
                 lexical = [i for i, _ in self.lexical.search_tokens(
-                    self.lexical_query(queries[qi], top, fusion.feedback), depth)]
+                    self.lexical_query(queries[qi], top, fusion.feedback), depth,
+                    allowed=None if kept is None else kept.mask)]
                 order = lexical if mode == "lexical" else [
                     i for i, _ in rrf([list(dense), lexical], [fusion.dense, fusion.lexical], fusion.k)]
             out[qi] = [self._passage(i, dense.get(i), vecs[row]) for i in order[:k]]
         return out
+
+    def _dense(self, vecs, depth: int, kept: "KeptChunks | None"):
+        """faiss's ``(scores, ids)`` of the ``depth`` nearest chunks, among ``kept`` when given
+        (an ID selector over the flat vectors: exact whatever the index type)."""
+        if kept is None:
+            return self._index.search(vecs, depth)
+        flat = self._index if isinstance(self._index, faiss.IndexFlat) else faiss.downcast_index(self._index.storage)
+        return flat.search(vecs, depth, params=faiss.SearchParameters(sel=kept.selector))
+
+    # ------------------------------------------------------------------ filters
+    def file_dates(self) -> dict[str, datetime | None]:
+        """Corpus file -> its modification time when indexed (the manifest's ``file_modified``;
+        for an index built before it was recorded, the file's time now, when it can be read)."""
+        if self._file_dates is None:
+            recorded = self.manifest.get(FILE_MODIFIED)
+            if recorded is None:
+                source = Path(str(self.manifest.get("source_path") or ""))
+                recorded = modified_times(source, self.manifest.get("files") or {}) if source.name else {}
+            self._file_dates = {name: file_time(recorded.get(name)) for name in self.manifest.get("files") or {}}
+        return self._file_dates
+
+    def select(self, flt: DocumentFilter | None) -> Within:
+        """What ``flt`` leaves of this knowledge base (``program.retrieval.filters.select``)."""
+        return select(flt, self.file_dates())
+
+    def kept(self, within: Within | None) -> "KeptChunks | None":
+        """The chunk positions ``within`` keeps, with their faiss selector (cached per restriction);
+        None for no restriction."""
+        if within is None or (within.files is None and within.pages is None):
+            return None
+        with self._kept_lock:
+            if within not in self._kept:
+                ranges, start = {}, 0
+                for name, count in (self.manifest.get(FILE_CHUNKS) or {}).items():
+                    ranges[name] = (start, start + count)
+                    start += count
+                mask = np.zeros(len(self.chunks), dtype=bool)
+                for name in ranges if within.files is None else within.files:
+                    lo, hi = ranges.get(name, (0, 0))
+                    mask[lo:hi] = True
+                if within.pages is not None:
+                    pages = np.fromiter((c.page for c in self.chunks), dtype=np.int64, count=len(self.chunks))
+                    mask &= (pages >= within.pages[0]) & (pages <= within.pages[1])
+                if len(self._kept) >= 32:
+                    self._kept.pop(next(iter(self._kept)))
+                self._kept[within] = KeptChunks(mask)
+            return self._kept[within]
 
     def lexical_query(self, query: str, top: list[int], feedback: int) -> list[str]:
         """The BM25 query of hybrid search: ``query``'s tokens, plus ``feedback`` feedback terms

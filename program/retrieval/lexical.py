@@ -99,13 +99,17 @@ class LexicalIndex:
         earlier chunk. ``[]`` for a query without a known term or ``k <= 0``."""
         return self.search_tokens(tokens(query), k)
 
-    def search_tokens(self, query_tokens: list[str], k: int) -> list[tuple[int, float]]:
-        """:meth:`search` for a query already tokenized (each distinct token counted once)."""
+    def search_tokens(self, query_tokens: list[str], k: int,
+                      allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """:meth:`search` for a query already tokenized (each distinct token counted once);
+        ``allowed``: a boolean mask over chunk positions, the only chunks ranked (a filter)."""
         vocab = self._bm25.vocab_dict
         wanted = list(dict.fromkeys(t for t in query_tokens if t in vocab))
         if not wanted or k <= 0 or not self.size:
             return []
         scores = np.asarray(self._bm25.get_scores(wanted), dtype=np.float64)[:self.size]
+        if allowed is not None:
+            scores = np.where(allowed[:self.size], scores, 0.0)
         hits = np.flatnonzero(scores > 0)
         order = hits[np.lexsort((hits, -scores[hits]))][:k]
         return [(int(i), float(scores[i])) for i in order]

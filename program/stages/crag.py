@@ -20,6 +20,7 @@ from program.judges.store import route_report
 from program.lm.adapter import inputs_as_data
 from program.lm.continuation import RecordingChatAdapter
 from program.question import parsed
+from program.retrieval.filters import DocumentFilter
 from program.stages.attribution import Attributor
 from program.stages.claim_check import ClaimCheck
 from program.stages.correct import Correct
@@ -34,6 +35,7 @@ from program.stages.reader import Reader
 from program.stages.refine import KnowledgeRefiner
 from program.stages.retrieve import Retrieve, Retrieved
 from program.stages.retrieve_or_not import RetrieveOrNot
+from program.stages.scope import keep_held_demos, no_documents, scoped, with_filter
 from program.stages.selfcheck import ClaimChecker
 from program.stages.settings import CRAGSettings
 from program.stages.usefulness import UsefulnessJudge
@@ -66,10 +68,6 @@ class CRAG(dspy.Module):
     that reaches a cap (``program.guards.caps``) stops with the fallback. ``forward`` raises
     only ``QuestionError`` for a bad question and ``program.lm.retry.LMServiceError`` when the
     LM service failed after its capped retries.
-
-    Example:
-        >>> result = CRAG(KnowledgeBase.load(".cache/indexes/popqa"))(question="What is Herlyn Espinal's occupation?")
-        >>> result.action, result.outcome.ending, result.answer
     """
 
     def __init__(self, knowledge_base, web=None, *, embedder=None, judges=None,
@@ -102,24 +100,24 @@ class CRAG(dspy.Module):
         self.correct = Correct(self.retrieve, self.reader, self.web_searcher)
         self.claim_check = ClaimCheck(self.checker, self.generator, self.usefulness, settings)
 
-    def narrowed(self, settings: CRAGSettings, *, web: bool = True) -> "CRAG":
-        """A new ``CRAG`` with ``settings`` (no web when ``web`` is False) around the same parts and
-        compiled state, as one request runs it; ``self`` is left as it was (``service.runner``)."""
-        view = CRAG(self.knowledge_base, web=self.web_searcher.backend if web else None, embedder=self.embedder,
-                    judges=self.judges, confidence=self.confidence, settings=settings, sources=self.sources)
+    def narrowed(self, settings: CRAGSettings, *, web: bool = True, documents: DocumentFilter | None = None) -> "CRAG":
+        """A new ``CRAG`` with ``settings`` (no web when ``web`` is False), reading only ``documents``
+        (``program.stages.scope``), around the same parts and compiled state, as one request runs it."""
+        view = CRAG(kb := scoped(self.knowledge_base, documents), web=self.web_searcher.backend if web else None,
+                    embedder=self.embedder, judges=self.judges, confidence=self.confidence, settings=settings,
+                    sources=self.sources)
         compiled = dict(self.named_predictors())
         for name, predictor in view.named_predictors():
             if name in compiled:
                 predictor.load_state(compiled[name].dump_state())
+        keep_held_demos(view.generator.generate, kb)
         return view
 
     @property
-    def judges(self):
-        """The trained judges (``program.judges.JudgeSet``) the steps were built with, or None."""
+    def judges(self):  # the trained judges (program.judges.JudgeSet) the steps were built with, or None
         return self.evaluator.judges
 
-    def judges_report(self) -> dict:
-        """Who decides each judgment in this route (``program.judges.store.route_report``)."""
+    def judges_report(self) -> dict:  # who decides each judgment in this route
         return route_report(self.judges)
 
     @property
@@ -149,15 +147,18 @@ class CRAG(dspy.Module):
                                     outcome=Outcome(Ending.STOPPED, f"stopped: {cap}"))
             finally:
                 trace.caps_hit.extend(guard.caps_hit)
+        result = with_filter(result, self.knowledge_base)  # which documents it could read
         return replace(result, asked=asked) if result.question != asked else result
 
     def _route(self, question: str, trace: Trace) -> CRAGResult:
         """Retrieve or not (Self-RAG §3.1); retrieve and grade (CRAG §4.2); draft; decide the action
         with the draft as evidence (§4.3); correct unless CORRECT (§4.3); check the kept answer's
         claims (Self-RAG's IsSup, IsUse); the verdict declines or answers; cite."""
-        closed = self.retrieve_or_not(question=question, trace=trace, mode=self.mode)
-        if closed is not None:
-            return closed
+        web = self.web_searcher.backend is not None  # a filter that keeps no document: said so, not judged
+        ended = no_documents(self.knowledge_base, question, trace, self.mode, web) or self.retrieve_or_not(
+            question=question, trace=trace, mode=self.mode)
+        if ended is not None:
+            return ended
         found = self.retrieve(question=question, trace=trace)
         strips = self.reader.read(question, found.passages, found.grades, trace)
         draft = self.reader(question=question, strips=strips, grades=found.grades, trace=trace, unknown=found.unknown)

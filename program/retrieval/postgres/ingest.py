@@ -35,7 +35,7 @@ from psycopg import sql
 
 from program.retrieval.chunking import Chunk, chunk_document
 from program.retrieval.corpus import list_source_files, load_documents
-from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256
+from program.retrieval.base import KnowledgeBaseError, embed_text, file_sha256, modified_times
 from program.retrieval.postgres import postings, schema
 from program.retrieval.postgres.schema import check_meta
 from program.retrieval.vocabulary import DEFAULT_PARAMS, build_vocabulary
@@ -128,7 +128,8 @@ def _publish_files(db, table: str, source: Path, todo: list[str], rel: dict[str,
         chunks = [c for d in by_file.get(f, []) for c in chunk_document(
             d, chunking["target_tokens"], chunking["max_tokens"], chunking["overlap_tokens"])]
         _stage_file(db, table, f, hashes[f], key, chunks, embedder, batch_size, report)
-        db.run(lambda c: publish_file(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, []))),
+        modified = modified_times(source, [f]).get(f)
+        db.run(lambda c: publish_file(c, table, f, hashes[f], key, len(chunks), len(by_file.get(f, [])), modified),
                what=f"publish {f}")
         report.published.append(f)
         log.info("published %s: %d chunks", f, len(chunks))
@@ -255,9 +256,11 @@ def copy_rows(conn, table: sql.Identifier, columns: list[str], types: list[str],
             copy.write_row(row)
 
 
-def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, documents: int) -> None:
+def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, documents: int,
+                 modified: str | None = None) -> None:
     """Swap file ``f``'s live chunks for its staged version (``sha``, chunking ``key``) and
-    their BM25 postings, in the caller's transaction, and record the version in ``T_files``.
+    their BM25 postings, in the caller's transaction, and record the version in ``T_files``
+    (``modified``: the file's modification time, ISO 8601, for date filters).
 
     Raises:
         RuntimeError: the staged chunks are not ``count`` (nothing is then published).
@@ -272,10 +275,11 @@ def publish_file(conn, table: str, f: str, sha: str, key: str, count: int, docum
         raise RuntimeError(f"{f}: {moved} chunks staged, expected {count}")
     postings.write(conn, table, sql.SQL("c.source_file = %s"), [f])
     conn.execute(sql.SQL("DELETE FROM {s} WHERE source_file = %s").format(s=n["staging"]), [f])
-    conn.execute(sql.SQL("""INSERT INTO {t} (source_file, sha256, chunking, documents, chunks, indexed_at)
-        VALUES (%s, %s, %s, %s, %s, now()) ON CONFLICT (source_file) DO UPDATE SET sha256 = excluded.sha256,
+    conn.execute(sql.SQL("""INSERT INTO {t} (source_file, sha256, chunking, documents, chunks, indexed_at, modified)
+        VALUES (%s, %s, %s, %s, %s, now(), %s) ON CONFLICT (source_file) DO UPDATE SET sha256 = excluded.sha256,
         chunking = excluded.chunking, documents = excluded.documents, chunks = excluded.chunks,
-        indexed_at = excluded.indexed_at""").format(t=n["files"]), [f, sha, key, documents, count])
+        indexed_at = excluded.indexed_at, modified = excluded.modified""").format(t=n["files"]),
+                 [f, sha, key, documents, count, modified])
     _bump(conn, table)
 
 

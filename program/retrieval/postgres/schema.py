@@ -11,7 +11,9 @@ For a knowledge base whose URL says ``table=T``:
   b-tree indexes on ``source_file`` and ``doc_id`` serve the metadata filters.
 * ``T_staging``: chunks embedded by an index run but not yet published (same columns plus
   ``file_sha256``, no vector index). Search never reads it.
-* ``T_files``: per corpus file, the sha256 and chunking of the version that is live.
+* ``T_files``: per corpus file, the sha256 and chunking of the version that is live, and the
+  file's modification time when it was indexed (``modified``; null in tables made before it was
+  recorded), which date filters read.
 * ``T_terms``: the knowledge base's vocabulary (:mod:`program.retrieval.vocabulary`).
 * ``T_meta``: one row, the manifest's fixed part (embedding model and dimensions, chunking,
   index parameters, source path, creation time, generation counter, vocabulary stamp).
@@ -82,10 +84,13 @@ def has_page_column(conn, table: str) -> bool:
 
 def add_page_column(conn, table: str) -> None:
     """Give a table built before PDFs were read its ``page`` column, 0 for every chunk it holds
-    (a constant default: PostgreSQL rewrites no row). A no-op where the column exists."""
+    (a constant default: PostgreSQL rewrites no row), and a files table made before modification
+    times were recorded its ``modified`` column (null). A no-op where the columns exist."""
     for role in ("chunks", "staging"):
         conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS page int NOT NULL DEFAULT 0").format(
             t=names(table)[role]))
+    conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS modified timestamptz").format(
+        t=names(table)["files"]))
 
 
 def read_meta(conn, table: str) -> dict:

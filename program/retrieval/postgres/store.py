@@ -19,6 +19,7 @@ from psycopg import sql
 from program.retrieval.base import IndexNotFoundError, KnowledgeBaseError
 from program.retrieval.chunking import Chunk, chunking_params
 from program.retrieval.embedding import get_embedder
+from program.retrieval.filters import DocumentFilter, Within, file_time, select
 from program.retrieval.fusion import HYBRID, FusionParams, check_mode
 from program.retrieval.mentions import forms, searchable
 from program.retrieval.postgres import hybrid, postings, schema
@@ -32,6 +33,10 @@ from program.types import Passage
 log = logging.getLogger(__name__)
 
 CHUNKING_DEFAULTS = {"target_tokens": 200, "max_tokens": 300, "overlap_tokens": 30}
+
+
+def _as_list(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 class PgVectorKnowledgeBase:
@@ -191,7 +196,8 @@ class PgVectorKnowledgeBase:
         return [Chunk(*r) for r in rows]
 
     def search(self, query: str, k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID, *,
-               source: str | list[str] | None = None, document: str | list[str] | None = None) -> list[Passage]:
+               source: str | list[str] | None = None, document: str | list[str] | None = None,
+               within: Within | None = None) -> list[Passage]:
         """Top-``k`` chunks for ``query``, best first.
 
         Args:
@@ -204,6 +210,8 @@ class PgVectorKnowledgeBase:
             source: keep only chunks of this corpus file (or files), as named in
                 ``manifest["files"]`` (path relative to the indexed folder).
             document: keep only chunks of this document id (or ids).
+            within: only chunks of these corpus files and pages (``program.retrieval.filters``),
+                in the ``WHERE`` of both rankings.
 
         Returns:
             Passages as the faiss backend makes them: ``id`` = chunk id, ``source="kb"``,
@@ -216,14 +224,21 @@ class PgVectorKnowledgeBase:
             KnowledgeBaseUnavailable: the connection was lost on every attempt.
             ValueError: an unknown mode.
         """
-        return self.search_batch([query], k, mode, fusion, source=source, document=document)[0]
+        return self.search_batch([query], k, mode, fusion, source=source, document=document, within=within)[0]
 
-    def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID,
-                     **filters) -> list[list[Passage]]:
+    def search_batch(self, queries: list[str], k: int = 3, mode: str = "hybrid", fusion: FusionParams = HYBRID, *,
+                     within: Within | None = None, **filters) -> list[list[Passage]]:
         """:meth:`search` for many queries with one embedding pass; one list per query."""
         check_mode(mode)
         out: list[list[Passage]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q and q.strip()]
+        if within is not None:
+            if within.empty:
+                return out
+            if within.files is not None:
+                filters["source"] = sorted(within.files if filters.get("source") is None
+                                           else within.files & set(_as_list(filters["source"])))
+            filters["pages"] = within.pages
         if not live or k <= 0:
             return out
         vectors = self.embedder.encode([queries[i] for i in live])
@@ -233,16 +248,19 @@ class PgVectorKnowledgeBase:
         return out
 
     def search_fused(self, query: str, vector: np.ndarray, k: int = 3, mode: str = "hybrid",
-                     fusion: FusionParams = HYBRID, *, source=None, document=None) -> list[Passage]:
+                     fusion: FusionParams = HYBRID, *, source=None, document=None, pages=None) -> list[Passage]:
         """:meth:`search` in ``mode`` ``"hybrid"`` or ``"lexical"`` for ``query`` and its embedding
-        (shape ``(d,)``, L2-normalised float32): one statement (:mod:`program.retrieval.postgres.hybrid`)."""
+        (shape ``(d,)``, L2-normalised float32): one statement (:mod:`program.retrieval.postgres.hybrid`);
+        ``pages``: ``(first, last)`` pages the chunks start on, or None."""
         params = hybrid.parameters(query, np.asarray(vector, dtype=np.float32).reshape(-1), k, mode, fusion)
         filters = []
         for column, value in (("source_file", source), ("doc_id", document)):
             if value is not None:
                 filters.append(column)
-                params[column] = [value] if isinstance(value, str) else list(value)
-        statement = hybrid.fused_query(self.url.table, filters)
+                params[column] = _as_list(value)
+        if pages is not None:
+            params["page_first"], params["page_last"] = pages
+        statement = hybrid.fused_query(self.url.table, filters, pages is not None)
 
         def run(conn):
             # Planning the statement's eleven parts took 1.1 ms beside 4.6 ms running them at 100k
@@ -250,7 +268,7 @@ class PgVectorKnowledgeBase:
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {n}; "
                                  "SET LOCAL plan_cache_mode = force_generic_plan").format(
                 n=sql.Literal(min(1000, max(self.ef_search, params["dense_depth"])))))
-            if filters:  # as in search_vector: the HNSW index would filter after its candidates
+            if filters or pages is not None:  # as in search_vector: the HNSW index would filter after its candidates
                 conn.execute("SET LOCAL enable_indexscan = off")
             return conn.execute(statement, params, prepare=True).fetchall()
 
@@ -258,13 +276,17 @@ class PgVectorKnowledgeBase:
                         page=r[6])
                 for r in self._db.run(run, what="search")]
 
-    def search_vector(self, vector: np.ndarray, k: int = 3, *, source=None, document=None) -> list[Passage]:
+    def search_vector(self, vector: np.ndarray, k: int = 3, *, source=None, document=None,
+                      pages=None) -> list[Passage]:
         """Dense :meth:`search` (cosine alone) for an embedded query (shape ``(d,)``, L2-normalised float32)."""
         where, params = [], []
         for column, value in (("source_file", source), ("doc_id", document)):
             if value is not None:
                 where.append(sql.SQL("{c} = ANY(%s)").format(c=sql.Identifier(column)))
-                params.append([value] if isinstance(value, str) else list(value))
+                params.append(_as_list(value))
+        if pages is not None:
+            where.append(sql.SQL("page BETWEEN %s AND %s"))
+            params.extend(pages)
         query = sql.SQL("""SELECT chunk_id, text, title, url, source_path, 1 - (embedding <=> %s), page FROM {t} {w}
             ORDER BY embedding <=> %s LIMIT %s""").format(
             t=self._names["chunks"], w=sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""))
@@ -282,18 +304,58 @@ class PgVectorKnowledgeBase:
                         page=r[6])
                 for r in self._db.run(run, what="search")]
 
-    def mentions(self, terms) -> set[str]:
+    def mentions(self, terms, *, within: Within | None = None) -> set[str]:
         """The ``terms`` that some live chunk's text or title holds as a word, in either number
         (case-insensitive regular expression per term, as :meth:`program.retrieval.KnowledgeBase.mentions`
-        reads its word set); ``set()`` for no terms."""
+        reads its word set), among the chunks ``within`` when given; ``set()`` for no terms."""
         asked = searchable(terms)
-        if not asked:
+        if not asked or (within is not None and within.empty):
             return set()
         patterns = [r"\m(" + "|".join(re.escape(f) for f in forms(t)) + r")\M" for t in asked]
+        where, params = self._within_sql(within)
         query = sql.SQL("SELECT t FROM unnest(%s::text[], %s::text[]) AS a(t, p) WHERE EXISTS "
-                        "(SELECT 1 FROM {c} WHERE text ~* p OR title ~* p)").format(c=self._names["chunks"])
-        rows = self._db.run(lambda c: c.execute(query, [asked, patterns]).fetchall(), what="mentions")
+                        "(SELECT 1 FROM {c} WHERE (text ~* p OR title ~* p){w})").format(
+            c=self._names["chunks"], w=where)
+        rows = self._db.run(lambda c: c.execute(query, [asked, patterns, *params]).fetchall(), what="mentions")
         return {r[0] for r in rows}
+
+    @staticmethod
+    def _within_sql(within: Within | None) -> tuple[sql.Composable, list]:
+        """`` AND ...`` restricting the chunks table to ``within``, and its parameters."""
+        parts, params = [], []
+        if within is not None and within.files is not None:
+            parts.append(sql.SQL(" AND source_file = ANY(%s)"))
+            params.append(sorted(within.files))
+        if within is not None and within.pages is not None:
+            parts.append(sql.SQL(" AND page BETWEEN %s AND %s"))
+            params.extend(within.pages)
+        return sql.SQL("").join(parts), params
+
+    def chunks_within(self, within: Within | None) -> list[Chunk]:
+        """The live chunks ``within`` keeps, by file and position (all of them for None)."""
+        if within is None:
+            return self.chunks
+        if within.empty:
+            return []
+        where, params = self._within_sql(within)
+        rows = self._db.run(lambda c: c.execute(sql.SQL(
+            "SELECT chunk_id, doc_id, text, title, url, heading, source_path, page FROM {t} WHERE true{w} "
+            "ORDER BY source_file, position").format(t=self._names["chunks"], w=where), params).fetchall(),
+            what="read chunks")
+        return [Chunk(*r) for r in rows]
+
+    def file_dates(self) -> dict:
+        """Corpus file -> its modification time when indexed (None for files indexed before it was
+        recorded), read now from ``T_files``."""
+        # to_jsonb: a files table made before the column existed answers too (null)
+        rows = self._db.run(lambda c: c.execute(sql.SQL(
+            "SELECT source_file, to_jsonb(f) ->> 'modified' FROM {t} f").format(t=self._names["files"])).fetchall(),
+            what="read files")
+        return {r[0]: file_time(r[1]) for r in rows}
+
+    def select(self, flt: DocumentFilter | None) -> Within:
+        """What ``flt`` leaves of this knowledge base (``program.retrieval.filters.select``)."""
+        return select(flt, self.file_dates())
 
     def candidate_terms(self, question: str, n: int = 12) -> list[str]:
         """The knowledge base's own terms nearest to ``question`` by cosine similarity (exact

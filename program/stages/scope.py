@@ -1,0 +1,56 @@
+"""The documents one question may read, as the route sees them: the filter noted, "no documents
+match" when it keeps none, and the reader's demos cut to what it keeps.
+
+The knowledge base itself is narrowed by ``program.retrieval.scoped.ScopedKnowledgeBase``; this
+module is what ``CRAG`` does about it (``CRAG.narrowed``, ``CRAG._route``, ``CRAG.forward``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from program.retrieval.filters import NO_MATCH_ANSWER, DocumentFilter
+from program.retrieval.scoped import ScopedKnowledgeBase
+from program.stages.events import emit
+from program.types import CRAGResult, Ending, Outcome, Trace
+
+
+def scoped(knowledge_base, documents: DocumentFilter | None):
+    """``knowledge_base`` read through ``documents`` (itself for None)."""
+    return knowledge_base if documents is None else ScopedKnowledgeBase(knowledge_base, documents)
+
+
+def keep_held_demos(reader, knowledge_base) -> None:
+    """Keep the reader's (a ``dspy.Predict``) demos that ``knowledge_base`` holds: a compiled or
+    adapted demo written from a document outside a scope would put that document in the prompt."""
+    if isinstance(knowledge_base, ScopedKnowledgeBase):
+        from program.adaptation.reader_demo import held_by  # lazy: adaptation imports the stages
+
+        reader.demos = [d for d in reader.demos if not knowledge_base.empty and held_by(knowledge_base, d)]
+
+
+def no_documents(knowledge_base, question: str, trace: Trace, mode: str, web: bool) -> CRAGResult | None:
+    """For a scoped knowledge base: the filter noted in ``trace`` (and a ``filter`` event), that
+    the web (when ``web``) is not filtered, and the "no documents match" result when the filter
+    keeps no chunk; None otherwise (and for an unscoped knowledge base)."""
+    if not isinstance(knowledge_base, ScopedKnowledgeBase):
+        return None
+    flt, within = knowledge_base.filter, knowledge_base.within
+    trace.note(f"filter: {flt.describe()}")
+    emit("filter", filter=flt.to_dict(), files=None if within.files is None else len(within.files))
+    if web:
+        trace.note("the web search is not filtered: web pages may be read")
+    if not knowledge_base.empty:
+        return None
+    return CRAGResult(question=question, answer=f"{NO_MATCH_ANSWER}: {flt.describe()}.", trace=trace, mode=mode,
+                      outcome=Outcome(Ending.NO_DOCUMENTS, f"no documents match the filter ({flt.describe()})"))
+
+
+def with_filter(result: CRAGResult, knowledge_base) -> CRAGResult:
+    """``result`` saying which documents it could read (``CRAGResult.filter``)."""
+    if not isinstance(knowledge_base, ScopedKnowledgeBase):
+        return result
+    return replace(result, filter=knowledge_base.filter.to_dict())
+
+
+__all__ = ["keep_held_demos", "no_documents", "scoped", "with_filter"]
