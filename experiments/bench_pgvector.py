@@ -38,6 +38,19 @@ class PgVectorIndex:
         self.kb.close()
 
 
+def create_tables(db: Database, embedder, hnsw: dict) -> dict:
+    """Create a benchmark knowledge base's tables in ``db``'s table (embedder ``embedder``'s model
+    and dimensions, HNSW ``hnsw``) and its lexical postings; its tables' names by role."""
+    meta = {"format_version": schema.FORMAT_VERSION, "backend": "pgvector",
+            "embedding": {"model": embedder.name, "dimensions": embedder.dimensions}, "chunking": {"bench": True},
+            "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **hnsw},
+            "source_path": "synthetic", "created": "", "generation": 0}
+    db.run(lambda c: schema.create(c, db.url.table, embedder.dimensions, hnsw, meta), what="create tables")
+    db.run(lambda c: lexical_postings.ensure(c, db.url.table), what="create the lexical postings")
+    db.renew()  # the new connections know the vector type the extension just made
+    return schema.names(db.url.table)
+
+
 def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder, hnsw: dict,
                    batch_size: int = 256) -> tuple[PgVectorIndex, float]:
     """A new knowledge base at ``url`` (its table must not exist) holding ``chunks`` with
@@ -54,14 +67,7 @@ def build_pgvector(url: str, chunks: list[Chunk], vectors: np.ndarray, embedder,
     """
     db = Database(DatabaseURL.parse(url), max_size=2)
     table, key, sha = db.url.table, chunking_key({"bench": True}), "synthetic"
-    meta = {"format_version": schema.FORMAT_VERSION, "backend": "pgvector",
-            "embedding": {"model": embedder.name, "dimensions": embedder.dimensions}, "chunking": {"bench": True},
-            "index": {"type": "hnsw", "metric": "cosine", "opclass": "vector_cosine_ops", **hnsw},
-            "source_path": "synthetic", "created": "", "generation": 0}
-    db.run(lambda c: schema.create(c, table, vectors.shape[1], hnsw, meta), what="create tables")
-    db.run(lambda c: lexical_postings.ensure(c, table), what="create the lexical postings")
-    db.renew()
-    names = schema.names(table)
+    names = create_tables(db, embedder, hnsw)
     t0 = time.perf_counter()
     for start in range(0, len(chunks), batch_size):
         rows = [staged_row(sha, key, SOURCE_FILE, i, c, vectors[i])

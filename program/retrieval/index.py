@@ -383,6 +383,11 @@ class KnowledgeBase:
             kept.words = word_set(f"{self.chunks[i].title} {self.chunks[i].text}" for i in kept.positions)
         return mentioned_in(kept.words, terms)
 
+    def count_within(self, within: Within | None) -> int:
+        """How many chunks ``within`` keeps (all of them for None)."""
+        kept = self.kept(within)
+        return len(self.chunks) if kept is None else kept.count
+
     def chunks_within(self, within: Within | None) -> list[Chunk]:
         """The chunks ``within`` keeps, in chunk order (all of them for None)."""
         kept = self.kept(within)

@@ -30,6 +30,12 @@ class KnowledgeBaseProtocol(Protocol):
     * ``candidate_terms(question, n)``: the knowledge base's own terms nearest to the question.
     * ``mentions(terms)``: the terms (lower-cased words) that some chunk holds, in either number
       (:mod:`program.retrieval.mentions`).
+
+    Both backends also narrow to part of themselves (:mod:`program.retrieval.filters`):
+    ``file_dates()`` (corpus file -> modification time when indexed), ``select(filter) -> Within``,
+    ``within=`` on ``search``, ``search_batch`` and ``mentions``, ``count_within(within)`` and
+    ``chunks_within(within)``; :class:`program.retrieval.scoped.ScopedKnowledgeBase` reads a knowledge
+    base through a filter with this same contract.
     """
 
     manifest: dict

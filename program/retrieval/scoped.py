@@ -21,7 +21,7 @@ class ScopedKnowledgeBase:
 
     Args:
         base: a faiss ``KnowledgeBase`` or a ``PgVectorKnowledgeBase`` (with ``select``,
-            ``search(..., within=)``, ``mentions(..., within=)`` and ``chunks_within``).
+            ``search(..., within=)``, ``mentions(..., within=)``, ``count_within`` and ``chunks_within``).
         filter: what may be read (a request's filter intersected with its key's scope).
 
     Attributes:
@@ -53,7 +53,7 @@ class ScopedKnowledgeBase:
 
     def __len__(self) -> int:
         if self._count is None:
-            self._count = 0 if self.within.empty else len(self.chunks)
+            self._count = self.base.count_within(self.within)
         return self._count
 
     @property

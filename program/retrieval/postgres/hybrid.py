@@ -93,18 +93,20 @@ def fused_query(table: str, filters: list[str], pages: bool = False) -> sql.Comp
     """The statement for ``table``; ``filters`` names the columns (``source_file``, ``doc_id``)
     restricted to ``%(<column>)s`` arrays in both rankings; ``pages``: also ``page`` between
     ``%(page_first)s`` and ``%(page_last)s`` (a filter's page range)."""
-    def where(alias: str) -> sql.Composable:
-        parts = [sql.SQL(" AND {a}{c} = ANY(%({p})s)").format(a=sql.SQL(alias), c=sql.Identifier(c), p=sql.SQL(c))
-                 for c in filters]
+    def where(alias: str, file_alias: str) -> sql.Composable:
+        parts = [sql.SQL(" AND {a}{c} = ANY(%({p})s)").format(a=sql.SQL(file_alias if c == "source_file" else alias),
+                                                            c=sql.Identifier(c), p=sql.SQL(c)) for c in filters]
         if pages:
             parts.append(sql.SQL(" AND {a}page BETWEEN %(page_first)s AND %(page_last)s").format(a=sql.SQL(alias)))
         return sql.SQL("").join(parts)
 
     chunks = schema.names(table)["chunks"]
+    # the postings hold their file: a file filter reads them alone; a document or page filter joins the chunks
+    join = pages or any(c != "source_file" for c in filters)
     joined = sql.SQL("JOIN {t} c ON c.source_file = p.source_file AND c.chunk_id = p.chunk_id").format(t=chunks)
     return sql.SQL(_FUSED).format(meta=schema.names(table)["meta"], lexicon=postings.names(table)["lexicon"],
-                                  postings=postings.names(table)["postings"], t=chunks, filters=where(""),
-                                  chunks=joined if filters or pages else sql.SQL(""), chunk_filters=where("c."))
+                                  postings=postings.names(table)["postings"], t=chunks, filters=where("", ""),
+                                  chunks=joined if join else sql.SQL(""), chunk_filters=where("c.", "p."))
 
 
 def parameters(text: str, vector, k: int, mode: str, fusion) -> dict:

@@ -331,6 +331,14 @@ class PgVectorKnowledgeBase:
             params.extend(within.pages)
         return sql.SQL("").join(parts), params
 
+    def count_within(self, within: Within | None) -> int:
+        """How many live chunks ``within`` keeps, counted now (all of them for None)."""
+        if within is not None and within.empty:
+            return 0
+        where, params = self._within_sql(within)
+        return self._db.run(lambda c: c.execute(sql.SQL("SELECT count(*) FROM {t} WHERE true{w}").format(
+            t=self._names["chunks"], w=where), params).fetchone()[0], what="count chunks")
+
     def chunks_within(self, within: Within | None) -> list[Chunk]:
         """The live chunks ``within`` keeps, by file and position (all of them for None)."""
         if within is None:
