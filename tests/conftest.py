@@ -203,6 +203,23 @@ def served_fake_lm():
     server.stop()
 
 
+def first_strip(inputs):
+    """A reader that answers with its first strip's first sentence, cited ``[1]``."""
+    strips = parse_list(inputs["context"])
+    return {"answer": strips[0].split(". ")[0].rstrip(".") + " [1]."} if strips else {"answer": "I don't know."}
+
+
+@pytest.fixture(scope="session")
+def citing_lm():
+    """A served fake LM whose reader answers any question from its first strip (``first_strip``): an
+    answer cites whatever the search found, so a citation from a document it should not read shows."""
+    from tests.served_fake_lm import start
+
+    server = start({**default_rules(), GenerateAnswer: first_strip, GenerateStrictAnswer: first_strip})
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def service(served_fake_lm, tmp_path_factory):
     """``python -m program serve`` as a real process: the served fake LM, a two-document knowledge

@@ -63,3 +63,20 @@ def test_the_page_shows_a_refused_question(service, browser_page):
     page.click("#submit")
     page.wait_for_selector("#status.error", timeout=30_000)
     assert page.inner_text("#status") == "error 422: question: the question is empty"
+
+
+def test_the_page_reads_only_the_documents_its_filter_names(service, browser_page):
+    page = browser_page
+    page.goto(f"{service.base}/")
+    page.fill("#question", "Who founded Acme Rockets, by the filter?")
+    page.fill("#paths", "danube.md")
+    page.click("#submit")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('answered')", timeout=60_000)
+    assert "read only: path danube.md" in page.inner_text("#flags")
+    assert "filter path danube.md (1 file(s)); the web is not filtered" in page.inner_text("#steps")
+    assert "acme.md" not in page.inner_text("#passages") and "acme.md" not in page.inner_text("#citations")
+    page.fill("#paths", "archive/**")
+    page.click("#submit")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('answered')", timeout=60_000)
+    assert page.inner_text("#answer") == "No documents match the filter: path archive/**."
+    assert "no documents match the filter (path archive/**)" in page.inner_text("#flags")

@@ -185,8 +185,12 @@ def test_the_trace_file_has_one_line_per_step_of_each_question(service):
     response = httpx.post(f"{service.base}/ask", json={"question": "Who founded Acme Rockets, please?"}, timeout=60)
     request = response.headers["x-request-id"]
     lines = [json.loads(line) for line in service.trace.read_text().splitlines()]
-    mine = [line["event"] for line in lines if line.get("request") == request]
-    assert mine == STEPS[:-1]  # "done" belongs to the stream, not to the trace
+    mine = [line for line in lines if line.get("request") == request]
+    # "done" belongs to the stream, not to the trace; the audit line goes to the trace, not to the stream
+    assert [line["event"] for line in mine] == STEPS[:-2] + ["audit", "result"]
+    assert mine[-2] == {"event": "audit", "request": request, "key": "anyone", "knowledge_base": "docs",
+                        "filter": None, "outcome": mine[-1]["result"]["outcome"]["ending"],
+                        "cited": sorted({c["source_id"].rsplit("#", 1)[0] for c in mine[-1]["result"]["citations"]})}
 
 
 def test_a_client_that_disconnects_stops_its_question(service, served_fake_lm):

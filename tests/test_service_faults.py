@@ -7,6 +7,7 @@ upstream body (every response body below is scanned); the operator's log has the
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -104,6 +105,11 @@ def test_a_slow_question_is_a_504_and_no_room_is_a_503(tight_service, served_fak
     assert busy["status"] == "busy" and busy["queue"]["running"] == 1
     assert full.status_code == 503 and full.json()["detail"].startswith("busy: ")
     assert slow["r"].status_code == 504 and slow["r"].json()["detail"].startswith("the question took more than 3 s")
+    request = slow["r"].headers["x-request-id"]
+    audit = [line for line in tight_service.log.read_text().splitlines() if "program.audit" in line and request in line]
+    assert len(audit) == 1 and json.loads(audit[0].split("program.audit: ", 1)[1]) == {
+        "request": request, "key": "anyone", "knowledge_base": "docs", "filter": None, "outcome": "error 504",
+        "cited": []}  # a question that failed leaves its audit line too
     for response in (full, slow["r"]):
         assert_nothing_internal(response.text, str(tight_service.root), served_fake_lm.base)
     _idle(tight_service)

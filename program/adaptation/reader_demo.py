@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 
 from program.stages.refine import decompose
+from program.stages.scope import held_by
 from program.state import as_state
-from program.text import coverage
 from program.types import Passage
 
 READER_DEMO_FILE = "reader_demo.json"
 CONTEXT_STRIPS = 3
 MAX_DEMO_WORDS = 120  # the compiled demos run 40-60 words: every draft's prompt pays for the demo
-HELD = 0.8  # share of a demo answer's content words its question's top passage must write
 
 
 def reader_demo(kb, rows: list[dict]) -> dict | None:
@@ -61,13 +60,6 @@ def reader_demo(kb, rows: list[dict]) -> dict | None:
         return {"question": row["question"], "context": [f"[{n}] {s}" for n, s in enumerate(context, start=1)],
                 "answer": row["answer_sentence"], "chunk_id": chunk.chunk_id}
     return None
-
-
-def held_by(kb, demo) -> bool:
-    """True when ``kb`` holds ``demo``: the top passage it retrieves for the demo's question
-    writes ``HELD`` of the content words of the demo's answer."""
-    top = kb.search(str(demo["question"]), 1)
-    return bool(top) and coverage(str(demo["answer"]), top[0].text) >= HELD
 
 
 def with_reader_demo(state: dict, kb, demo: dict) -> dict:

@@ -60,6 +60,60 @@ def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False)
                         help="also send DSPy's traces to MLflow (pip install mlflow)")
 
 
+def _filter_options(ask: argparse.ArgumentParser) -> None:
+    """``ask``'s filters: read only part of the knowledge base (``program.retrieval.filters``)."""
+    group = ask.add_argument_group("filters", "read only part of the knowledge base (the web is not filtered)")
+    group.add_argument("--path", action="append", metavar="GLOB",
+                       help="only files matching GLOB, relative to the indexed folder ('runbooks/', 'hr/**/*.pdf'); "
+                            "repeat for any of several")
+    group.add_argument("--type", action="append", metavar="EXT", help="only files of this type (pdf, md, docx ...); "
+                                                                        "repeat for several")
+    group.add_argument("--pages", metavar="FIRST-LAST", help="only PDF pages in this range ('3-10', '5')")
+    group.add_argument("--modified-since", metavar="YYYY-MM-DD", help="only files modified on or after this day (UTC)")
+    group.add_argument("--modified-until", metavar="YYYY-MM-DD", help="only files modified on or before this day")
+
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
+    """``serve``'s own flags: where it listens, its queue and time limits, keys and hosts."""
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--concurrency", type=int, default=None,
+                       help="questions answered at once (default: 1 with the embedded model, 8 with a served one); "
+                            "the others wait in the queue")
+    serve.add_argument("--max-queue", type=int, default=64, help="questions waiting at most; more get 503 (default 64)")
+    serve.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds a question may take, waiting included; then 504 (default 300)")
+    serve.add_argument("--read-timeout", type=float, default=30.0,
+                       help="seconds a client may take to send its request line and headers, and again its body; "
+                            "then 408, and a connection that sends nothing is closed (default 30)")
+    serve.add_argument("--api-key", default=None,
+                       help="require 'Authorization: Bearer KEY' on every route but /healthz and the page's files; "
+                            "env CRAG_SERVE_API_KEY (better: not seen in the process list); at least 16 characters")
+    serve.add_argument("--keys", metavar="FILE",
+                       help="a keys file: one key per entry (its SHA-256), its name, the knowledge bases it may ask "
+                            "and path globs inside each (docs/service.md); read again when it changes; env "
+                            "CRAG_SERVE_KEYS. Make a key with: key NAME --kb KB[=GLOB] --keys-file FILE")
+    serve.add_argument("--audit-questions", action="store_true",
+                       help="put each question's text in its audit line (the log has none by default)")
+    serve.add_argument("--no-api-key", action="store_true",
+                       help="serve a non-loopback --host without a key (refused otherwise)")
+    serve.add_argument("--reload-interval", type=float, default=2.0, metavar="SECONDS",
+                       help="how often to look for a new build of each knowledge base (index run again, judges "
+                            "adapted again) and switch to it between requests; 0: never (default 2)")
+    serve.add_argument("--allowed-hosts", default=None,
+                       help="comma-separated host names clients may call this server by (Host and Origin headers), "
+                            "besides the address it listens on and, on loopback, localhost; env CRAG_ALLOWED_HOSTS")
+
+
+def _key_options(key: argparse.ArgumentParser) -> None:
+    """``key NAME --kb KB[=GLOB] --keys-file FILE``."""
+    key.add_argument("name", help="the key's name, as the audit line shows it")
+    key.add_argument("--kb", action="append", required=True, metavar="KB[=GLOB]",
+                     help="a knowledge base it may ask, by its served name, and a path glob inside it (whole "
+                          "without one); repeat for more knowledge bases or globs")
+    key.add_argument("--keys-file", required=True, metavar="FILE", help="the keys file to add it to (made if missing)")
+
+
 def _index_target_options(index: argparse.ArgumentParser) -> None:
     """``index``'s what and where: the documents, the faiss folder or pgvector table, the embedder."""
     index.add_argument("path", help="a file or a folder (searched recursively; hidden files skipped)")
@@ -86,31 +140,13 @@ def _parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer one question with CRAG")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _filter_options(ask)
     _program_options(ask)
     serve = sub.add_parser("serve", help="answer over HTTP: POST /ask, POST /ask/stream, GET / (the page), /docs")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    serve.add_argument("--concurrency", type=int, default=None,
-                       help="questions answered at once (default: 1 with the embedded model, 8 with a served one); "
-                            "the others wait in the queue")
-    serve.add_argument("--max-queue", type=int, default=64, help="questions waiting at most; more get 503 (default 64)")
-    serve.add_argument("--timeout", type=float, default=300.0,
-                       help="seconds a question may take, waiting included; then 504 (default 300)")
-    serve.add_argument("--read-timeout", type=float, default=30.0,
-                       help="seconds a client may take to send its request line and headers, and again its body; "
-                            "then 408, and a connection that sends nothing is closed (default 30)")
-    serve.add_argument("--api-key", default=None,
-                       help="require 'Authorization: Bearer KEY' on every route but /healthz and the page's files; "
-                            "env CRAG_SERVE_API_KEY (better: not seen in the process list); at least 16 characters")
-    serve.add_argument("--no-api-key", action="store_true",
-                       help="serve a non-loopback --host without a key (refused otherwise)")
-    serve.add_argument("--reload-interval", type=float, default=2.0, metavar="SECONDS",
-                       help="how often to look for a new build of each knowledge base (index run again, judges "
-                            "adapted again) and switch to it between requests; 0: never (default 2)")
-    serve.add_argument("--allowed-hosts", default=None,
-                       help="comma-separated host names clients may call this server by (Host and Origin headers), "
-                            "besides the address it listens on and, on loopback, localhost; env CRAG_ALLOWED_HOSTS")
+    _serve_options(serve)
     _program_options(serve, several_kbs=True)
+    _key_options(sub.add_parser("key", help="make a key for serve --keys: print it once, add its SHA-256 to the "
+                                            "keys file"))
     index = sub.add_parser("index", help="build (or reuse) a knowledge base index over PATH",
                            description="Index the documents under PATH: Markdown (.md, .markdown), text (.txt), HTML "
                                        "(.html, .htm), JSONL (.jsonl), and with the documents extra "
@@ -148,15 +184,20 @@ def _ask(args) -> int:
     from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
     from program.judges.judgments import PASSAGE
     from program.guards.question import QuestionError, validate_question
+    from program.retrieval.filters import DocumentFilter, FilterError
 
     try:  # before loading anything heavy: the question, the flags, then the knowledge base
         validate_question(args.question)
+        documents = DocumentFilter.from_flags(args.path, args.type, args.pages, args.modified_since,
+                                              args.modified_until)
         config = check_setup(args)
         use_embedder(args)
         program = build_program_from_flags(args, config)
-    except (QuestionError, SetupError) as exc:
+    except (QuestionError, SetupError, FilterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if documents is not None:  # read through the filter: search, vocabulary, names, demos
+        program = program.narrowed(program.settings, documents=documents)
     report_left_out(resources.kb_location(args.kb), getattr(program, "knowledge_base", None))
     report = program.judges_report() if hasattr(program, "judges_report") else {}
     if report and not report["adapted"] and not report["calibrated_here"] and report["judgments"][PASSAGE.name] not in (
@@ -218,6 +259,8 @@ def _operating_point_line(program) -> str:
 
 def _print_result(result, config, args) -> None:
     """The answer, its action and confidence, citations, the web used, the judges and the cost."""
+    from program.retrieval.filters import DocumentFilter  # lazy, as in _ask
+
     print(result.answer)
     if result.retrieval_skipped:
         print("\nretrieval skipped: the question needs no sources; answered without them")
@@ -228,6 +271,9 @@ def _print_result(result, config, args) -> None:
             print(_verdict_line(result))
     for c in result.citations:
         print(f"[{c.number}] {c.label}" + (f" \u2014 {c.title}" if c.title else "") + (f" <{c.url}>" if c.url else ""))
+    if result.filter:
+        print(f"filter: {DocumentFilter.from_dict(result.filter).describe()} (the citations come from these "
+              "documents only)")
     for s in result.sentences:
         if not s.supported:
             print(f"unsupported (no strip states it): {s.text}")
@@ -300,6 +346,28 @@ def _serve(args) -> int:
         return 2
 
 
+def _key(args) -> int:
+    """``key NAME --kb KB[=GLOB] --keys-file FILE``: a new key, printed once; its entry added."""
+    # lazy on purpose, as in _ask: the keys file's modules only
+    from program.app.service.keys import KeysFileError, append_entry, new_key_entry
+    from program.retrieval.filters import FilterError
+
+    scopes: dict[str, list[str]] = {}
+    for item in args.kb:
+        kb, _, glob = item.partition("=")
+        scopes.setdefault(kb, []).append(glob or "**")
+    try:
+        secret, entry = new_key_entry(args.name, scopes)
+        append_entry(args.keys_file, entry)
+    except (KeysFileError, FilterError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(secret)
+    print(f"added {args.name!r} to {args.keys_file} (the key is shown once; the file keeps its SHA-256)",
+          file=sys.stderr)
+    return 0
+
+
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"warning: {message}\n"
 
@@ -307,6 +375,8 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _one_line_warning  # a user sees one line per warning, not a source line
     args = _parser().parse_args(argv)
+    if args.command == "key":
+        return _key(args)
     if args.state is not None:
         # lazy on purpose, as in _ask: the flags' checks load nothing heavy
         from program.app.flags import SetupError, check_state

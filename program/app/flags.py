@@ -139,6 +139,11 @@ def serve_key(args) -> str | None:
     return getattr(args, "api_key", None) or os.environ.get("CRAG_SERVE_API_KEY") or None
 
 
+def keys_file(args) -> str | None:
+    """The service's keys file: ``--keys``, else ``CRAG_SERVE_KEYS``, else None."""
+    return getattr(args, "keys", None) or os.environ.get("CRAG_SERVE_KEYS") or None
+
+
 HOST_FORMS = ("each a host name or address without scheme, port or path: example.com, 10.0.0.5, "
               ".example.com (it and its subdomains), * (any host)")
 _HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
@@ -198,9 +203,10 @@ def check_access(args) -> None:
     where = "--api-key" if getattr(args, "api_key", None) else "CRAG_SERVE_API_KEY"
     if key is not None and (len(key) < MIN_KEY_CHARS or any(c.isspace() or not c.isprintable() for c in key)):
         raise SetupError(f"{where}: a key needs at least {MIN_KEY_CHARS} characters and no spaces")
-    if key and getattr(args, "no_api_key", False):
+    if (key or keys_file(args)) and getattr(args, "no_api_key", False):
         raise SetupError("--no-api-key: a key is set too; choose one")
-    if key is None and not is_loopback(args.host) and not getattr(args, "no_api_key", False):
+    if key is None and keys_file(args) is None and not is_loopback(args.host) and not getattr(args, "no_api_key",
+                                                                                               False):
         raise SetupError(f"--host {args.host}: other machines could ask without a key; set CRAG_SERVE_API_KEY "
                          "(or --api-key), or --no-api-key to serve without one")
 

@@ -35,7 +35,7 @@ from program.stages.reader import Reader
 from program.stages.refine import KnowledgeRefiner
 from program.stages.retrieve import Retrieve, Retrieved
 from program.stages.retrieve_or_not import RetrieveOrNot
-from program.stages.scope import keep_held_demos, no_documents, scoped, with_filter
+from program.stages.scope import no_documents, scoped, scoped_state, with_filter
 from program.stages.selfcheck import ClaimChecker
 from program.stages.settings import CRAGSettings
 from program.stages.usefulness import UsefulnessJudge
@@ -109,8 +109,7 @@ class CRAG(dspy.Module):
         compiled = dict(self.named_predictors())
         for name, predictor in view.named_predictors():
             if name in compiled:
-                predictor.load_state(compiled[name].dump_state())
-        keep_held_demos(view.generator.generate, kb)
+                predictor.load_state(scoped_state(name, compiled[name].dump_state(), kb))
         return view
 
     @property

@@ -12,7 +12,18 @@ from dataclasses import replace
 from program.retrieval.filters import NO_MATCH_ANSWER, DocumentFilter
 from program.retrieval.scoped import ScopedKnowledgeBase
 from program.stages.events import emit
+from program.text import coverage
 from program.types import CRAGResult, Ending, Outcome, Trace
+
+READER = "generator.generate"  # the reader's compiled predictor, whose demos are documents' text
+HELD = 0.8  # share of a demo answer's content words its question's top passage must write
+
+
+def held_by(kb, demo) -> bool:
+    """True when ``kb`` holds ``demo`` (a reader demo: ``question``, ``answer``): the top passage
+    it retrieves for the demo's question writes ``HELD`` of the content words of the demo's answer."""
+    top = kb.search(str(demo["question"]), 1)
+    return bool(top) and coverage(str(demo["answer"]), top[0].text) >= HELD
 
 
 def scoped(knowledge_base, documents: DocumentFilter | None):
@@ -20,13 +31,14 @@ def scoped(knowledge_base, documents: DocumentFilter | None):
     return knowledge_base if documents is None else ScopedKnowledgeBase(knowledge_base, documents)
 
 
-def keep_held_demos(reader, knowledge_base) -> None:
-    """Keep the reader's (a ``dspy.Predict``) demos that ``knowledge_base`` holds: a compiled or
-    adapted demo written from a document outside a scope would put that document in the prompt."""
-    if isinstance(knowledge_base, ScopedKnowledgeBase):
-        from program.adaptation.reader_demo import held_by  # lazy: adaptation imports the stages
-
-        reader.demos = [d for d in reader.demos if not knowledge_base.empty and held_by(knowledge_base, d)]
+def scoped_state(name: str, state: dict, knowledge_base) -> dict:
+    """A compiled predictor's ``state`` (``dump_state``) as a scoped question loads it: the
+    reader's (``READER``) with only the demos ``knowledge_base`` holds, since a compiled or adapted
+    demo written from a document outside the scope would put that document in the prompt."""
+    if name != READER or not isinstance(knowledge_base, ScopedKnowledgeBase):
+        return state
+    held = [d for d in state.get("demos", []) if not knowledge_base.empty and held_by(knowledge_base, d)]
+    return {**state, "demos": held}
 
 
 def no_documents(knowledge_base, question: str, trace: Trace, mode: str, web: bool) -> CRAGResult | None:
@@ -53,4 +65,4 @@ def with_filter(result: CRAGResult, knowledge_base) -> CRAGResult:
     return replace(result, filter=knowledge_base.filter.to_dict())
 
 
-__all__ = ["keep_held_demos", "no_documents", "scoped", "with_filter"]
+__all__ = ["HELD", "READER", "held_by", "no_documents", "scoped", "scoped_state", "with_filter"]

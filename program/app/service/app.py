@@ -16,8 +16,10 @@ from fastapi.staticfiles import StaticFiles
 
 from program.app.service import chat
 from program.app.service.access import Access, AccessControl
+from program.app.service.keys import ANYONE, Principal
 from program.app.service.limits import DEFAULT_READ_TIMEOUT, BodyLimits, error_response, install_error_handlers
-from program.app.service.models import AskRequest, ErrorBody, Health, PublicHealth, QueueHealth, for_server
+from program.app.service.models import (AskRequest, ErrorBody, FilterBody, Health, PublicHealth, QueueHealth,
+                                        for_server)
 from program.app.service.public import public
 from program.app.service.runner import Options, QuestionRunner, ServiceError
 from program.app.service.streaming import step_events
@@ -33,35 +35,49 @@ STREAM_ERRORS = {status: {"description": "Error", "content": {"application/json"
 
 def _admission(runners: dict[str, QuestionRunner]):
     """The dependency that parses a request with the server's narrowed body type, picks the
-    knowledge base it names (404 for a name the server lacks) and refuses a full queue (503),
-    before any work. Returns ``(body, runner)``."""
+    knowledge base it names (404 for a name the server lacks or the key may not ask) and refuses a
+    full queue (503), before any work. Returns ``(body, runner, options)``."""
     every = list(runners.values())
     body_type = for_server(max(r.program.settings.k for r in every), tuple(r.web for r in every),
                            any(r.decide_retrieval for r in every), tuple(runners))
 
-    def admitted(body: body_type) -> tuple[AskRequest, QuestionRunner]:
-        runner = pick(runners, body.knowledge_base)
+    def admitted(body: body_type, request: Request) -> tuple[AskRequest, QuestionRunner, Options]:
+        principal = who(request)
+        runner = pick(runners, body.knowledge_base, principal)
         if runner.full:
             raise HTTPException(503, f"busy: {runner.waiting} questions are waiting; try again later")
-        return body, runner
+        return body, runner, Options(k=body.k, web=body.web, decide_retrieval=body.decide_retrieval,
+                                     self_check=body.self_check, key=principal.name,
+                                     documents=principal.documents(runner.name, _asked(body.filter)))
 
     return admitted
 
 
-def pick(runners: dict[str, QuestionRunner], name: str | None) -> QuestionRunner:
-    """The runner of the knowledge base ``name`` (None: the first the operator named).
+def who(request: Request) -> Principal:
+    """The request's principal, as ``AccessControl`` found it (401 for none: a route reached without a key)."""
+    principal = getattr(request.state, "principal", ANYONE)
+    if principal is None:
+        raise HTTPException(401, "no API key: send Authorization: Bearer <key>", {"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def _asked(body: FilterBody | None):
+    return body.documents() if body is not None else None
+
+
+def pick(runners: dict[str, QuestionRunner], name: str | None, principal: Principal = ANYONE) -> QuestionRunner:
+    """The runner of the knowledge base ``name`` (None: the first the operator named that
+    ``principal`` may ask).
 
     Raises:
-        ServiceError: 404 naming the server's knowledge bases."""
-    if name is None:
-        return next(iter(runners.values()))
-    if name not in runners:
-        raise chat.unknown_model(name, list(runners))
+        ServiceError: 404 naming the knowledge bases ``principal`` may ask, for a name the server
+            lacks or one the key may not ask (the same answer: a key learns nothing of the others)."""
+    mine = [n for n in runners if principal.may_ask(n)]
+    if name is None and mine:
+        return runners[mine[0]]
+    if name not in mine:
+        raise chat.unknown_model(name or "", mine)
     return runners[name]
-
-
-def _options(body: AskRequest) -> Options:
-    return Options(k=body.k, web=body.web, decide_retrieval=body.decide_retrieval, self_check=body.self_check)
 
 
 async def _until_done(task: asyncio.Task, request: Request):
@@ -83,23 +99,26 @@ def _add_chat_routes(app: FastAPI, runners: dict[str, QuestionRunner], started: 
     async def chat_completions(body: chat.ChatRequest, request: Request):
         """A ``chat.completion`` (or with ``stream: true`` its chunks, then ``[DONE]``) whose
         message is the answer with its ``[n]`` markers or the decline; ``citations`` and ``crag``
-        (action, outcome, confidence, declined, reason, the standalone question) are extra fields."""
-        chosen = pick(runners, body.model)
+        (action, outcome, confidence, declined, reason, the standalone question, the filter) are
+        extra fields. An extra body field ``filter`` reads only part of the knowledge base."""
+        principal = who(request)
+        chosen = pick(runners, body.model, principal)
         if chosen.full:
             raise HTTPException(503, f"busy: {chosen.waiting} questions are waiting; try again later")
+        options = Options(key=principal.name, documents=principal.documents(chosen.name, _asked(body.filter)))
         if body.stream:
-            return StreamingResponse(chat.completion_chunks(chosen, body, body.model), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache"})
+            return StreamingResponse(chat.completion_chunks(chosen, body, body.model, options),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         recorder = chosen.recorder()
         history, question = body.conversation()
-        task = asyncio.create_task(chosen.answer(question, Options(), recorder, history=history))
+        task = asyncio.create_task(chosen.answer(question, options, recorder, history=history))
         result = await _until_done(task, request)
         return JSONResponse(chat.completion(result, body.model, recorder.request),
                             headers={"X-Request-ID": recorder.request})
 
-    @app.get("/v1/models", summary="OpenAI's model list: one model per knowledge base")
-    async def list_models() -> dict:
-        return chat.models(list(runners), started)
+    @app.get("/v1/models", summary="OpenAI's model list: one model per knowledge base the key may ask")
+    async def list_models(request: Request) -> dict:
+        return chat.models([n for n in runners if who(request).may_ask(n)], started)
 
 
 def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None = None,
@@ -120,7 +139,7 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
     access = access or Access()
     app.add_middleware(AccessControl, access=access)  # added last: runs first
     install_error_handlers(app)
-    Asked = Annotated[tuple[AskRequest, QuestionRunner], Depends(_admission(runners))]
+    Asked = Annotated[tuple[AskRequest, QuestionRunner, Options], Depends(_admission(runners))]
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError):
@@ -131,10 +150,10 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
     @app.post("/ask", response_model=CRAGResult, responses=ERRORS, summary="Answer a question; the whole result")
     async def ask(asked: Asked, request: Request, response: Response) -> CRAGResult:
         """The same JSON as ``python -m program ask --json``: answer, action, grades, strips, claims, trace."""
-        body, runner = asked
+        body, runner, options = asked
         recorder = runner.recorder()
         response.headers["X-Request-ID"] = recorder.request
-        task = asyncio.create_task(runner.answer(body.question, _options(body), recorder))
+        task = asyncio.create_task(runner.answer(body.question, options, recorder))
         return public(await _until_done(task, request))  # no server path in it
 
     @app.post("/ask/stream", response_class=EventSourceResponse, responses=STREAM_ERRORS,
@@ -142,8 +161,8 @@ def create_app(runners: dict[str, QuestionRunner], infos: dict[str, dict] | None
     async def ask_stream(asked: Asked):
         """Server-sent events: question, retrieved, graded, action, rewrite, web, strips, answer,
         claims, usefulness as they happen; then result (or error), then done."""
-        body, runner = asked
-        async for event in step_events(runner, body.question, _options(body)):
+        body, runner, options = asked
+        async for event in step_events(runner, body.question, options):
             yield event
 
     _add_chat_routes(app, runners, int(time.time()))
@@ -165,10 +184,11 @@ def _add_health_routes(app: FastAPI, runners: dict[str, QuestionRunner], infos: 
     async def healthz(request: Request) -> Health | PublicHealth:
         """Ready or busy; with the key (or on a server without one) also what is loaded, by name,
         and the queue. Without the key a load balancer learns ``status`` and nothing else."""
-        health = _health(runners, infos)
-        if not access.key_matches(request.headers.get("authorization", "")):
-            return PublicHealth(status=health.status)
-        return health
+        principal = access.principal(request.headers.get("authorization", ""))
+        mine = {n: r for n, r in runners.items() if principal is not None and principal.may_ask(n)}
+        if not mine:
+            return PublicHealth(status=_health(runners, infos).status)
+        return _health(mine, infos)  # a scoped key hears only of the knowledge bases it may ask
 
     # one route per method: one route for both gives both one operation id (FastAPI's "Duplicate Operation ID")
     for route in (app.get, app.head):

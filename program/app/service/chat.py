@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from program.app.service.models import FilterBody
 from program.app.service.public import public
 from program.app.service.runner import Options, QuestionRunner, ServiceError
 from program.guards.question import QuestionError, validate_question
@@ -107,6 +108,8 @@ class ChatRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int = Field(1, ge=1, le=1, description="one answer per question")
+    filter: FilterBody | None = Field(None, description="an extension: read only these documents of the knowledge "
+                                                        "base (the OpenAI client's extra_body)")
 
     @field_validator("messages")
     @classmethod
@@ -135,7 +138,8 @@ def verdict(result: CRAGResult, request: str) -> dict:
     ``program.types.Ending``), confidence, declined (the honest fallback) and why (``reason``)."""
     return {"action": result.action.value if result.action else None, "outcome": result.outcome.ending.value,
             "confidence": round(result.confidence, 4), "declined": result.fallback, "reason": result.outcome.reason,
-            "question": result.question, "asked": result.asked or result.question, "request": request}
+            "question": result.question, "asked": result.asked or result.question, "request": request,
+            "filter": result.filter}
 
 
 def _usage(result: CRAGResult) -> dict:
@@ -166,13 +170,14 @@ def _chunk(request: str, model: str, created: int, delta: dict, finish: str | No
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-async def completion_chunks(runner: QuestionRunner, body: ChatRequest, model: str) -> AsyncIterator[str]:
+async def completion_chunks(runner: QuestionRunner, body: ChatRequest, model: str,
+                            options: Options) -> AsyncIterator[str]:
     """The streamed reply as server-sent event lines, ``[DONE]`` last. An error after the first
     chunk is sent as an ``error`` object (OpenAI's streaming errors), then ``[DONE]``."""
     recorder = runner.recorder()
     created = int(time.time())
     history, question = body.conversation()
-    task = asyncio.create_task(runner.answer(question, Options(), recorder, history=history))
+    task = asyncio.create_task(runner.answer(question, options, recorder, history=history))
     try:
         yield _chunk(recorder.request, model, created, {"role": "assistant", "content": ""})
         while not (await asyncio.wait({task}, timeout=KEEP_ALIVE_SECONDS))[0]:
@@ -198,7 +203,7 @@ async def completion_chunks(runner: QuestionRunner, body: ChatRequest, model: st
 
 
 def models(names: list[str], created: int) -> dict:
-    """``GET /v1/models``: one model per knowledge base, owned by the operator."""
+    """``GET /v1/models``: one model per knowledge base the caller's key may ask, owned by the operator."""
     return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "crag"}
                                        for name in names]}
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
 from program.app.flags import MAX_K
 from program.guards.question import MAX_QUESTION_CHARS, QUESTION_PATTERN, validate_question
+from program.retrieval.filters import DocumentFilter
 from program.web.config import BACKEND_NAMES
 
 
@@ -22,6 +23,31 @@ def whole_number(low: int, high: int):
     """An integer in ``[low, high]`` as JSON Schema reads one: ``3`` and ``3.0``, not ``"3"`` or ``true``."""
     # the bounds before the validator: after it, the schema would say "ge"/"le", not minimum/maximum
     return Annotated[int, Field(ge=low, le=high), BeforeValidator(_whole_number)]
+
+
+class FilterBody(BaseModel):
+    """Read only part of the knowledge base (``program.retrieval.filters.DocumentFilter``): every
+    field given must hold. A key's scope still applies: the filter narrows it, never widens it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
+        {"paths": ["runbooks/**"], "types": ["md"]}, {"paths": ["manual.pdf"], "pages": "10-20"}]})
+
+    paths: list[str] | None = Field(None, max_length=32, description="path globs relative to the indexed folder; a "
+                                                                     "file matching any is kept ('hr/**', '*.pdf')")
+    types: list[str] | None = Field(None, max_length=32, description="file types kept: 'pdf', 'md', 'docx' ...")
+    pages: str | None = Field(None, max_length=32, description="PDF pages kept, '3-10' or '5'")
+    modified_since: str | None = Field(None, max_length=32, description="files modified on or after this day, "
+                                                                        "YYYY-MM-DD (UTC)")
+    modified_until: str | None = Field(None, max_length=32, description="files modified on or before this day")
+
+    @model_validator(mode="after")
+    def _usable(self):
+        self.documents()  # a FilterError is a ValueError: a 422 with its line
+        return self
+
+    def documents(self) -> DocumentFilter | None:
+        """The filter, or None when it keeps everything."""
+        return DocumentFilter.parse(self.model_dump(exclude_none=True))
 
 
 class AskRequest(BaseModel):
@@ -50,6 +76,8 @@ class AskRequest(BaseModel):
                                                       "(Self-RAG's IsSup); false answers as generated")
     knowledge_base: str | None = Field(None, description="the knowledge base to answer from, by the name the "
                                                         "operator gave it (GET /v1/models); default the first")
+    filter: FilterBody | None = Field(None, description="read only these documents of the knowledge base (the "
+                                                        "web is not filtered)")
 
     @field_validator("question")
     @classmethod

@@ -14,8 +14,9 @@ import uvicorn
 
 from program.app import resources
 from program.app.compiled import COMPILED_DIR, has_compiled, read_manifest
-from program.app.flags import SetupError, check_serve_flags, serve_key
+from program.app.flags import SetupError, check_serve_flags, keys_file, serve_key
 from program.app.service.access import Access
+from program.app.service.keys import KeysFile, KeysFileError
 from program.app.service.app import create_app
 from program.app.service.protocol import guarded_protocol
 from program.app.service.reload import Reloader, Watched
@@ -77,16 +78,18 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def _log_to_stderr() -> None:
-    """The operator's log: what the service keeps from its clients (error details) goes to stderr."""
-    logger = logging.getLogger("program.service")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+    """The operator's log: what the service keeps from its clients (error details) and the audit
+    line of every question (``program.audit``) go to stderr."""
+    for logger in (logging.getLogger("program.service"), logging.getLogger("program.audit")):
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
 
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+log = logging.getLogger("program.service")
 
 
 def served_knowledge_bases(args) -> list[tuple[str, argparse.Namespace]]:
@@ -124,6 +127,7 @@ def serve(args) -> int:
     """
     check_serve_flags(args)
     served = [(name, flags, check_setup(flags)) for name, flags in served_knowledge_bases(args)]
+    keys = _keys(keys_file(args), [name for name, _, _ in served])
     sock = listen(args.host, args.port)
     reloader = None
     try:
@@ -135,7 +139,7 @@ def serve(args) -> int:
             limiter = runners[name].limiter  # the LM's slots are one, whichever knowledge base asks
         reloader = Reloader(watched, args.reload_interval).start()
         hosts = args.allowed_hosts or os.environ.get("CRAG_ALLOWED_HOSTS")
-        access = Access.for_server(args.host, serve_key(args), hosts)
+        access = Access.for_server(args.host, serve_key(args), hosts, keys)
         app = create_app(runners, infos, read_timeout=args.read_timeout, access=access)
         _log_to_stderr()
         print(f"serving {', '.join(runners)} on http://{args.host}:{args.port}  (page: /  API: /docs  "
@@ -149,6 +153,24 @@ def serve(args) -> int:
     return 0
 
 
+def _keys(path: str | None, names: list[str]) -> KeysFile | None:
+    """The keys file at ``path`` (None: none), read now; a knowledge base it names that the
+    server does not serve is said in one warning line (its keys reach nothing there).
+
+    Raises:
+        SetupError: the file is missing or invalid (one line naming it and the entry)."""
+    if path is None:
+        return None
+    try:
+        keys = KeysFile(path)
+    except KeysFileError as exc:
+        raise SetupError(f"--keys: {exc}") from None
+    named = {kb for p in keys.keys().values() for kb in p.scopes or {}}
+    if unknown := sorted(named - set(names)):
+        log.warning("--keys %s names knowledge bases this server does not serve: %s", path, ", ".join(unknown))
+    return keys
+
+
 def _load(args, config, name: str, limiter=None):
     """The runner on the loaded program of the knowledge base ``name`` (sharing ``limiter``), and
     ``describe(program) -> dict``: what ``/healthz`` says of a program of it (names, no paths)."""
@@ -160,7 +182,8 @@ def _load(args, config, name: str, limiter=None):
     decide = bool(args.decide_retrieval or env_flag("CRAG_DECIDE_RETRIEVAL"))
     runner = QuestionRunner(program, lm, concurrency=args.concurrency or (1 if embedded else 8),
                             max_queue=args.max_queue, timeout=args.timeout, decide_retrieval=decide,
-                            sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [], limiter=limiter)
+                            sinks=[JsonlTrace(args.trace_jsonl)] if args.trace_jsonl else [], limiter=limiter,
+                            name=name, audit_questions=args.audit_questions)
     program.knowledge_base.search("warm up", 1)  # load the embedder now, not in the first question
 
     def describe(program) -> dict:

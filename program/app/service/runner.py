@@ -11,6 +11,7 @@ changes another's settings, and may only narrow the operator's.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import uuid
@@ -25,9 +26,11 @@ from program.app.tracing import StepRecorder
 from program.guards.cost import cancellable
 from program.lm.retry import LMServiceError, will_retry
 from program.lm.words import words_to
+from program.retrieval.filters import DocumentFilter
 from program.types import CRAGResult
 
 log = logging.getLogger("program.service")
+audit = logging.getLogger("program.audit")
 
 
 class ServiceError(Exception):
@@ -53,12 +56,16 @@ def _is_lm_error(exc: BaseException) -> bool:
 
 @dataclass
 class Options:
-    """A request's options; None keeps the server's setting."""
+    """A request's options; None keeps the server's setting. ``documents``: what the question may
+    read (the request's filter within its key's scope; None: the whole knowledge base); ``key``:
+    the key's name, for the audit line."""
 
     k: int | None = None
     web: str | None = None
     decide_retrieval: bool | None = None
     self_check: bool | None = None
+    documents: DocumentFilter | None = None
+    key: str = "anyone"
 
 
 class QuestionRunner:
@@ -75,6 +82,8 @@ class QuestionRunner:
         sinks: extra sinks for every question's step events (the ``--trace-jsonl`` file).
         limiter: the slots shared with the server's other knowledge bases' runners (their LM is
             one); default: this runner's own, of ``concurrency`` slots.
+        name: the knowledge base's served name (the audit line's).
+        audit_questions: the audit line holds the question's text too (off by default).
 
     The operator's settings bound every request: ``k`` at most the program's, the web backend
     the program's or none, retrieve-or-not on only where the operator turned it on.
@@ -82,8 +91,9 @@ class QuestionRunner:
 
     def __init__(self, program, lm, *, concurrency: int = 1, max_queue: int = 64,
                  timeout: float = 300.0, decide_retrieval: bool = False, sinks=(),
-                 limiter: anyio.CapacityLimiter | None = None):
+                 limiter: anyio.CapacityLimiter | None = None, name: str = "", audit_questions: bool = False):
         self.program, self.lm = program, lm
+        self.name, self.audit_questions = name, audit_questions
         self.concurrency, self.max_queue, self.timeout = concurrency, max_queue, timeout
         self.decide_retrieval = decide_retrieval
         self.sinks = list(sinks)
@@ -131,7 +141,8 @@ class QuestionRunner:
         settings = replace(self.program.settings, k=options.k or self.program.settings.k,
                            self_check=self.program.settings.self_check if options.self_check is None
                            else options.self_check, decide_retrieval=decide)
-        return self.program.narrowed(settings, web=not (options.web == "none" and self.web != "none"))
+        return self.program.narrowed(settings, web=not (options.web == "none" and self.web != "none"),
+                                     documents=options.documents)
 
     def recorder(self, *sinks) -> StepRecorder:
         """A step recorder for one question, with a fresh request id, feeding ``sinks`` and the server's."""
@@ -156,14 +167,33 @@ class QuestionRunner:
             exc.request = recorder.request
             log.log(logging.ERROR if exc.status >= 500 else logging.INFO, "request %s: %d %s", recorder.request,
                     exc.status, exc.detail or exc)
+            self._audit(question, options, None, recorder, f"error {exc.status}")
             recorder.finish("error", status=exc.status, detail=str(exc))
             raise
         except asyncio.CancelledError:
+            self._audit(question, options, None, recorder, "error 499")
             recorder.finish("error", status=499, detail="stopped: the client went away")
             raise
         self.answered += 1
+        self._audit(question, options, result, recorder, result.outcome.ending.value)
         recorder.finish("result", result=result.to_dict())
         return result
+
+    def _audit(self, question: str, options: Options, result: CRAGResult | None, recorder: StepRecorder,
+               outcome: str) -> None:
+        """One audit line per question (logger ``program.audit``, JSON): the key's name, the
+        knowledge base, the filter in force, the documents cited, the outcome (``program.types.Ending``,
+        or ``error <status>`` for a question that failed); the question only when the operator
+        asked (``--audit-questions``). To the step trace too."""
+        cited = sorted({c.source_id.rsplit("#", 1)[0] for c in result.citations if c.source_id}) if result else []
+        flt = options.documents.to_dict() if options.documents is not None else None
+        record = {"request": recorder.request, "key": options.key, "knowledge_base": self.name, "filter": flt,
+                  "outcome": outcome, "cited": cited}
+        if self.audit_questions:
+            record["question"] = question
+        audit.info("%s", json.dumps(record, ensure_ascii=False))
+        for sink in self.sinks:
+            sink({"event": "audit", **record})
 
     async def _answer(self, question: str, options: Options, recorder: StepRecorder,
                       history: Sequence[tuple[str, str]]) -> CRAGResult:

@@ -111,8 +111,18 @@ function showCited(answer, citations, sentences) {
 function outcomeLine(o) {
   if (o.ending === "declined") return [o.declined ? `declined (${o.reason}): the best answer written was "${o.declined}"` : `nothing reliable remained: the honest fallback (${o.reason})`];
   if (o.ending === "stopped") return [`${o.reason}: the honest fallback`];
+  if (o.ending === "no-documents") return [o.reason];
   const who = { draft: "the draft", corrected: "the corrected answer" }[o.ending];
   return who ? [`answered by ${o.strict ? "the stricter retry of " : ""}${who}: ${o.reason}`] : [];
+}
+
+// the documents the question could read (program.retrieval.filters.DocumentFilter.to_dict)
+function filterLine(f) {
+  const parts = (f.paths || []).map((g) => `path ${g.join(" or ")}`);
+  if (f.types) parts.push(`type ${f.types.join(" or ")}`);
+  if (f.pages) parts.push(`pages ${f.pages}`);
+  if (f.modified_since || f.modified_until) parts.push(`modified ${f.modified_since || ""}..${f.modified_until || ""}`);
+  return f.nothing ? "nothing (the filters do not overlap)" : parts.join("; ");
 }
 
 function onResult(r) {
@@ -124,6 +134,7 @@ function onResult(r) {
   const flags = [];
   flags.push(`confidence ${fmt(r.confidence)}`);
   flags.push(...outcomeLine(r.outcome));
+  if (r.filter && Object.keys(r.filter).length) flags.push(`read only: ${filterLine(r.filter)}`);
   if (r.retried) flags.push("an unsupported claim triggered the stricter retry");
   if (r.retrieval_skipped) flags.push("the question needs no sources: answered without retrieval");
   flags.push(...unsupported);
@@ -149,6 +160,7 @@ const SUMMARY = {
   answer: (e) => (e.strict ? "stricter retry: " : e.cited ? `cited (${e.citations.length} strips): ` : "") + e.answer,
   claims: (e) => e.claims.map((c) => c.support).join(", ") || "none",
   usefulness: (e) => `usefulness ${fmt(e.score)}`,
+  filter: (e) => `${filterLine(e.filter)}${e.files === null ? "" : ` (${e.files} file(s))`}; the web is not filtered`,
   result: (e) => e.result.answer,
   error: (e) => `${e.status}: ${e.detail}`,
 };
@@ -199,6 +211,8 @@ async function ask(event) {
   if ($("web").value) body.web = $("web").value;
   body.self_check = $("self_check").checked;
   if ($("decide_retrieval").checked) body.decide_retrieval = true;
+  const paths = $("paths").value.split(",").map((p) => p.trim()).filter(Boolean);
+  if (paths.length) body.filter = { paths };
   $("submit").disabled = true;
   $("status").textContent = "asking…";
   try {
