@@ -160,3 +160,41 @@ def test_a_scoped_knowledge_base_reads_only_its_documents(help_centre):
     assert not any("chargeback" in t.lower() or "dispute" in t.lower() for t in terms)
     assert terms and all(set(t.lower().split()) <= scoped.mentions(set(t.lower().split())) for t in terms)
     assert ScopedKnowledgeBase(kb, DocumentFilter(paths=(("nothing-here/**",),))).empty
+
+
+# ---------------------------------------------------------------------------- CRAG reading through a filter
+def test_crag_narrowed_reads_only_the_filter_and_says_the_web_is_not_filtered(help_centre, fake_lm):
+    from program.stages.crag import CRAG
+    from tests.conftest import FakeWeb, first_strip
+    from signatures import GenerateAnswer
+
+    fake_lm.rules[GenerateAnswer] = first_strip
+    program = CRAG(help_centre["flat"], web=FakeWeb([("https://example.com/a", "Refunds take ten days.")]),
+                   self_check=False)
+    refunds = DocumentFilter(paths=(("refunds*.md",),))
+    result = program.narrowed(program.settings, documents=refunds)(question="How long does a refund take?")
+    assert result.filter == {"paths": [["refunds*.md"]]}
+    assert {g.passage_id.split("#")[0] for g in result.grades} <= {"refunds.md", "refunds-faq.md"}
+    assert "filter: path refunds*.md" in result.trace.events
+    assert "the web search is not filtered: web pages may be read" in result.trace.events
+    unfiltered = program(question="How long does a refund take?")
+    assert unfiltered.filter == {} and not any(e.startswith("filter:") for e in unfiltered.trace.events)
+
+
+def test_a_scoped_reader_keeps_only_the_demos_its_documents_hold(help_centre, fake_lm):
+    from program.stages.crag import CRAG
+
+    kb = help_centre["flat"]
+    refund = {"question": "Can I refund part of a payment?", "context": ["[1] ..."],
+              "answer": "You can refund a payment in full or in part from the Dashboard"}
+    api = {"question": "How do I create an API key?", "context": ["[1] ..."],
+           "answer": "Create API keys in the Dashboard under Developers"}
+    program = CRAG(kb)
+    reader = program.generator.generate
+    reader.load_state({**reader.dump_state(), "demos": [refund, api]})  # as a compile with these demos loads
+    assert [d["question"] for d in program.generator.generate.demos] == [refund["question"], api["question"]]
+    scoped = program.narrowed(program.settings, documents=DocumentFilter(paths=(("refunds*.md",),)))
+    assert [d["question"] for d in scoped.generator.generate.demos] == [refund["question"]]
+    nothing = program.narrowed(program.settings, documents=DocumentFilter(types=frozenset({"pdf"})))
+    assert nothing.generator.generate.demos == []
+    assert [d["question"] for d in program.generator.generate.demos] == [refund["question"], api["question"]]
