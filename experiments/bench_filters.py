@@ -8,9 +8,9 @@ Usage::
 Corpus: ``experiments.bench_retrieval``'s synthetic chunks (PopQA sentences recombined; the first
 ``--embed-max`` embedded for real, the rest of the vectors mixed from them, cached in
 ``.cache/bench-retrieval/``), spread over ``--files`` corpus files of equal size
-(``docs/file-0042.md``: chunk j in file ``j * files // chunks``). A filter keeping a share s of
-the chunks is a path filter naming ``s * files`` files picked at random (``--seed``), as a
-request's ``{"paths": [...]}`` would; the query questions are PopQA's.
+(``file-0042.md`` in a folder ``docs``: chunk j in file ``j * files // chunks``). A filter
+keeping a share s of the chunks is a path filter naming ``s * files`` files picked at random
+(``--seed``), as a request's ``{"paths": [...]}`` would; the query questions are PopQA's.
 
 Backends, each searched through its own ``search(q, k, mode, within=...)``:
 
