@@ -61,4 +61,5 @@ def test_the_factory_sets_every_setting_at_construction(monkeypatch):
 
     for mode, checks in (("crag", False), ("self-crag", True)):
         program = factory.build_program(mode, compiled_dir=None, knowledge_base=ListKnowledgeBase(["x"]), web="none")
-        assert built[-1]["self_check"] is checks and program.settings.self_check is checks
+        # one CRAGSettings, resolved in one place (configuration.resolve), given whole to the constructor
+        assert built[-1]["settings"].self_check is checks and program.settings.self_check is checks

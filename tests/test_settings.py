@@ -13,14 +13,20 @@ from program.stages.settings import DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND, CRAGSet
 from tests.conftest import FOUNDING, ListKnowledgeBase
 
 
-def test_keywords_replace_the_fields_they_name_and_the_parts_follow_them():
+def test_keywords_are_the_settings_fields_and_the_parts_follow_them():
     caps = QuestionCaps(web_pages=4, strips=3, claims=5)
-    program = CRAG(ListKnowledgeBase([FOUNDING]), settings=CRAGSettings(k=5, upper=0.7), self_check=False, caps=caps)
+    program = CRAG(ListKnowledgeBase([FOUNDING]), k=5, upper=0.7, self_check=False, caps=caps)
     assert program.settings == CRAGSettings(k=5, upper=0.7, self_check=False, caps=caps)
     assert (program.settings.accept,
             program.settings.verify_band) == (DEFAULT_ACCEPT, DEFAULT_VERIFY_BAND) == (0.5, 0.1)
     assert (program.web_searcher.k, program.refiner.max_strips, program.checker.max_claims) == (4, 3, 5)
     assert program.mode == "crag" and program.decide_retrieval is False and program.decider is None
+
+
+def test_settings_and_fields_are_never_merged_here():
+    # layers merge in one place (program.app.configuration.resolve), not in the constructor
+    with pytest.raises(TypeError, match=r"give settings or its fields \(k\), not both"):
+        CRAG(ListKnowledgeBase([FOUNDING]), settings=CRAGSettings(upper=0.7), k=5)
 
 
 def test_the_settings_cannot_be_changed_on_a_built_program():

@@ -86,12 +86,15 @@ def _state_with_demo(directory: Path, knowledge_base) -> tuple[dict, str]:
     return with_reader_demo(state, knowledge_base, demo), "this knowledge base's own (program index)"
 
 
-def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="default", embedder=None,
+def resolve(directory: str | Path | None = COMPILED_DIR, knowledge_base=None, web="default", embedder=None,
             **options) -> ProgramConfig:
-    """Resolve the compiled program in ``directory`` for ``knowledge_base``, once.
+    """Resolve the compiled program in ``directory`` for ``knowledge_base``, once: the one place
+    where defaults, the compile, the knowledge base's adapted files, the environment (the caps) and
+    the caller's options (the flags) merge.
 
     Args:
-        directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``).
+        directory: folder holding ``crag.json`` and ``manifest.json`` (default ``compiled/``);
+            None for the uncompiled Signatures, the default settings and no judges.
         knowledge_base: default the embedded PopQA knowledge base.
         web: a backend, a backend name, a ``program.web.WebConfig``, or None
             (``program.app.resources.resolve_web``); ``"default"``: ``$CRAG_WEB``, else the
@@ -118,6 +121,8 @@ def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="defa
             not the state's.
         program.judges.JudgesFileError: ``judges.json`` is unreadable.
     """
+    if directory is None:
+        return _uncompiled(knowledge_base, web, embedder, options)
     directory = Path(directory)
     if not has_compiled(directory):
         raise FileNotFoundError(f"no compiled program in {directory}; run: python -m optimize.compile --out DIR")
@@ -138,6 +143,19 @@ def resolve(directory: str | Path = COMPILED_DIR, knowledge_base=None, web="defa
     sources = {"thresholds": thresholds["scorer"], "operating point": operating_point_source(directory, kb),
                "judges": judges_source, "reader demo": demo_source, "web": resources.web_name(backend)}
     return ProgramConfig(kb, backend, embedder, judges, confidence, settings, state, directory / STATE_FILE, sources)
+
+
+def _uncompiled(knowledge_base, web, embedder, options: dict) -> ProgramConfig:
+    """``resolve`` without a compile: the default settings, the environment's caps, then ``options``."""
+    kb = knowledge_base if knowledge_base is not None else resources.knowledge_base()
+    confidence = options.pop("confidence", None) or ConfidenceModel()
+    overrides = {k: v for k, v in options.items() if v is not None or k != "accept"}
+    settings = replace(CRAGSettings(caps=QuestionCaps.from_env()), **overrides)
+    backend = resources.resolve_web(web, kb)
+    sources = {"thresholds": "the defaults (uncompiled)", "judges": "none: the LM judges",
+               "web": resources.web_name(backend)}
+    return ProgramConfig(kb, backend, embedder if embedder is not None else resources.embedder(), None, confidence,
+                         settings, sources=sources)
 
 
 def build(config: ProgramConfig) -> CRAG:

@@ -8,7 +8,6 @@ from program.app import resources
 from program.app.compiled import COMPILED_DIR, has_compiled
 from program.app.configuration import load_compiled
 from program.stages.baselines import ClosedBook, LangGraphCRAG, VanillaRAG
-from program.stages.crag import CRAG
 
 MODES = ("closed", "rag", "crag", "self-crag", "langgraph")
 CRAG_MODES = ("crag", "self-crag")  # the modes the retrieval decider applies to
@@ -46,10 +45,8 @@ def build_program(mode: str, *, compiled_dir: str | Path | None = COMPILED_DIR, 
     kb = knowledge_base if knowledge_base is not None else resources.knowledge_base()
     settings["decide_retrieval"] = decide_retrieval and mode in CRAG_MODES
     settings["self_check"] = mode == "self-crag"
-    if compiled_dir and has_compiled(compiled_dir):
-        crag = load_compiled(compiled_dir, knowledge_base=kb, web=web, **settings)
-    else:
-        crag = CRAG(kb, web=resources.resolve_web(web, kb), embedder=resources.embedder(), **settings)
+    crag = load_compiled(compiled_dir if compiled_dir and has_compiled(compiled_dir) else None, knowledge_base=kb,
+                         web=web, **settings)  # resolve() merges every layer, compiled or not
     if mode in CRAG_MODES:
         return crag
     # the compiled reader and the same support judge: the modes differ only before the reader

@@ -58,11 +58,11 @@ class CRAG(dspy.Module):
         confidence: the ``ConfidenceModel`` that scores an answer's checks; the default when None.
         settings: ``CRAGSettings`` (k, thresholds, operating point, claim check, retries,
             retrieve-or-not, caps, ...); the defaults when None.
-        **overrides: fields of ``settings`` to replace, by name (``CRAG(kb, k=5, self_check=False)``).
+        **overrides: instead of ``settings``, its fields by name (``CRAG(kb, k=5, self_check=False)``).
 
     Raises:
         ValueError: a setting out of its range (``CRAGSettings``).
-        TypeError: a keyword that names no setting.
+        TypeError: a keyword that names no setting, or both ``settings`` and fields.
 
     The route (CRAG §4.3, with the draft as evidence) is ``_route``, one step a line. A question
     that reaches a cap (``program.guards.caps``) stops with the fallback. ``forward`` raises
@@ -74,7 +74,7 @@ class CRAG(dspy.Module):
                  confidence: ConfidenceModel | None = None, settings: CRAGSettings | None = None,
                  sources: dict[str, str] | None = None, **overrides):
         super().__init__()
-        self.settings = settings = replace(settings or CRAGSettings(), **overrides)
+        self.settings = settings = CRAGSettings.given(settings, overrides)  # never a merge: resolve() merges
         self.sources = dict(sources or {})  # where each resolved value came from (ProgramConfig.sources)
         caps = settings.caps
         self.question_caps = caps or QuestionCaps.from_env()  # read once, here: every question is held to them

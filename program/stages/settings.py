@@ -87,3 +87,14 @@ class CRAGSettings:
             raise ValueError(f"k must be at least 1, got {self.k}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
+
+    @classmethod
+    def given(cls, settings: "CRAGSettings | None", fields: dict) -> "CRAGSettings":
+        """``settings``, or the settings of ``fields`` (``CRAG(kb, k=5)``); never a merge of both:
+        layers merge in one place, ``program.app.configuration.resolve``.
+
+        Raises:
+            TypeError: both given, or a field that names no setting."""
+        if settings is not None and fields:
+            raise TypeError(f"CRAG: give settings or its fields ({', '.join(fields)}), not both")
+        return settings or cls(**fields)
