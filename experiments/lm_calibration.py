@@ -36,6 +36,7 @@ from pathlib import Path
 import dspy
 import numpy as np
 
+from program.lm.options import add_lm_options, lm_from
 from program.atomic import write_atomic
 
 K = 5  # the passages a query's relevance AUC reads (the transfer run's top-5)
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=("train", "dev", "test"))
     parser.add_argument("--limit", type=int, default=30, help="queries, sampled in proportion to categories (0: all)")
     parser.add_argument("--random", type=int, default=2, help="random chunks of other documents graded per query")
-    parser.add_argument("--model", default=None, help="the LM (default embedded-1.5b)")
+    add_lm_options(parser, role="the LM whose grades are calibrated", cache=False)
     parser.add_argument("--out", default=None, help="folder (default reports/lm-calibration/<set>-<split>)")
     args = parser.parse_args(argv)
     if args.set not in DOMAINS:
@@ -153,9 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit < 0 or args.random < 0:
         print("error: --limit and --random must be 0 or more", file=sys.stderr)
         return 2
-    from program.lm.configure import configure_lm
-
-    lm = configure_lm(args.model)
+    lm = lm_from(args)
     with dspy.context(lm=lm.copy(temperature=0.0)):
         summary, rows = measure(args.set, args.split, args.limit, args.random,
                                 log=lambda m: print(m, file=sys.stderr))

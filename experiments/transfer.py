@@ -44,6 +44,7 @@ import numpy as np
 from optimize.training.pairs import (adversarial_passage_pairs, popqa_passage_pairs, popqa_strip_pairs,
                                      popqa_support_pairs)
 from optimize.training.train import confusion
+from program.lm.options import add_lm_options, lm_from
 from program.stages.decision import evaluator_action
 from program.adaptation.calibrate import auc, f1, group_runs, popqa_expected, question_best, support_accuracy
 from program.adaptation.fit import pair_scores
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=0,
                         help="questions the LM writes per domain for its adaptation (default 0: headings only)")
     parser.add_argument("--time-cap", type=float, default=600.0, help="seconds of question writing per domain")
-    parser.add_argument("--model", default=None, help="the LM that writes them (default embedded-1.5b)")
+    add_lm_options(parser, role="the LM that writes them", cache=False)
     parser.add_argument("--cross-encoder", action="store_true",
                         help="also fine-tune the MiniLM cross-encoder as the passage judge, adapted "
                              "(minutes per domain)")
@@ -233,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
               "and --cross-encoder-epochs positive", file=sys.stderr)
         return 2
     if args.questions:
-        from program.lm.configure import configure_lm
-
-        configure_lm(args.model)
+        lm_from(args)
     started = time.perf_counter()
     cross_encoder_options = {"max_pairs": args.cross_encoder_pairs, "epochs": args.cross_encoder_epochs,
                              "time_cap": args.cross_encoder_seconds}

@@ -38,6 +38,7 @@ from optimize.lm_thresholds import help_centre_thresholds
 from optimize.training.sources import labeled_sources, sources_stamp
 from optimize.training.records import TRAINING
 from optimize.training.train import train_judges
+from program.lm.options import add_lm_options
 from program.stages.decision import evaluator_action
 from program.adaptation.labeled import save_labeled
 from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_state, read_manifest,
@@ -396,8 +397,7 @@ def may_overwrite(manifest: dict, out: str | Path, force: bool) -> tuple[bool, s
 def _parser() -> argparse.ArgumentParser:
     """The command line's parser: the compile's flags, and ``--kb``'s for adapting the judges."""
     parser = argparse.ArgumentParser(prog="python -m optimize.compile", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
-    parser.add_argument("--api-base")
+    add_lm_options(parser, cache=False)  # the compile's own cache is DSPy's: its rounds repeat calls
     parser.add_argument("--optimizer", default="bootstrap", choices=OPTIMIZERS)
     parser.add_argument("--budget", default="light", choices=list(BUDGETS),
                         help="demos per predictor (2/3/4), dev rows measured per predictor (16/48/all) "

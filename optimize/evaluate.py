@@ -81,6 +81,7 @@ from optimize.plot import PLOT_FILE, plot_modes
 from optimize.selective import plot_risk_coverage
 from optimize.user_questions import QuestionsFileError, load_questions_file
 from optimize.record import CSV_COLUMNS, POST_HOC_MODES, STEP_COLUMNS, claim_checker, run_one
+from program.lm.options import add_lm_options, lm_from
 
 MODES = ("closed", "rag", "crag", "self-crag", "langgraph")  # as program.app.factory.MODES
 ACTIONS = report.ACTIONS
@@ -98,7 +99,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="the domain's follow-ups: 'asked' (the last message, its conversation before it) or "
                         "'standalone' (the question written by hand); eval_sets/followups")
     p.add_argument("--modes", default="closed,rag,crag", help=f"comma-separated: {','.join(MODES)}")
-    p.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
+    add_lm_options(p)
     p.add_argument("--out", default=None, help="output folder (default results/<date>-<time>-<set>/)")
     p.add_argument("--name", default=None, help="run name: the folder is results/<date>-<name>/")
     p.add_argument("--resume", action="store_true", help="skip questions already done in --out/--name")
@@ -106,8 +107,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="questions asked in parallel (remote LMs; the embedded model runs one at a time)")
     p.add_argument("--groundedness", default="auto", choices=["auto", "off"],
                    help="auto: check rag/crag/langgraph answers' claims after the fact (outside their cost); off: skip")
-    p.add_argument("--no-cache", action="store_true",
-                   help="disable DSPy's response cache (cached calls report 0 tokens and ~0 s)")
     p.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
     p.add_argument("--web", default=None,
                    help="web backend of crag, self-crag and langgraph: snapshot (offline; the default for popqa), "
@@ -435,7 +434,6 @@ def main(argv: list[str] | None = None) -> int:
     from program.app.flags import SetupError
     from program.app.resources import kb_location
     from program.app.resources import knowledge_base as open_kb
-    from program.lm.configure import configure_lm
     from program.retrieval import CorpusError, KnowledgeBaseError
 
     knowledge_base = None  # the default: the PopQA knowledge base
@@ -453,11 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.retrieval:
         knowledge_base = SearchMode(knowledge_base if knowledge_base is not None else open_kb(), args.retrieval)
-    lm = configure_lm(args.model)
-    if args.no_cache:
-        import dspy
-
-        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    lm = lm_from(args)
     threads = _threads(args.threads, lm)
     compiled = None if str(args.compiled).lower() in ("", "none") else args.compiled
     rows, demos = held_out(rows, demo_questions(compiled))

@@ -42,6 +42,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from program.lm.options import add_lm_options, lm_from
 
 COLUMNS = ["mode", "id", "where", "kind", "language", "style", "marker", "followed", "followed_own", "gold", "answered",
            "reached_generator", "set_aside", "action", "fallback", "lm_calls", "seconds", "answer", "error"]
@@ -219,8 +220,7 @@ def _table(summary: dict) -> str:
 def _parser() -> argparse.ArgumentParser:
     """The command line's parser: model, modes, compiled program, injection set and output folder."""
     parser = argparse.ArgumentParser(prog="python -m optimize.injection", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None, help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string")
-    parser.add_argument("--api-base", default=None)
+    add_lm_options(parser)
     parser.add_argument("--modes", default="crag,rag", help="comma-separated: crag, self-crag, rag, langgraph")
     parser.add_argument("--compiled", default="compiled", help="compiled program folder; 'none' for uncompiled")
     parser.add_argument("--set", dest="set_name", default="injection",
@@ -228,7 +228,6 @@ def _parser() -> argparse.ArgumentParser:
                              "(injection, injection_blind)")
     parser.add_argument("--split", default=None, choices=["train", "test"], help="only the cases of this split")
     parser.add_argument("--limit", type=int, default=None, help="the first N cases")
-    parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--without-injection", action="store_true",
                         help="ask the same cases of the documents with every injected text taken out")
     parser.add_argument("--out", default="reports/injection")
@@ -256,7 +255,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from eval_sets.injection import load_cases
     from program.app.factory import MODES
-    from program.lm.configure import configure_lm
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES or m == "closed" for m in modes):
@@ -284,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
         folder = without_injection(folder, load_cases(folder / "cases.jsonl"), cache_root() / f"{args.set_name}-clean")
     programs = build_programs(modes, compiled, folder)
-    lm = configure_lm(args.model, args.api_base, cache=not args.no_cache)
+    lm = lm_from(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

@@ -28,6 +28,7 @@ import time
 import dspy
 
 from optimize.training.train import confusion
+from program.lm.options import add_lm_options, lm_from
 from program.stages.decision import evaluator_action
 from program.adaptation.calibrate import calibrate_actions
 from program.judges.store import corpus_key
@@ -129,19 +130,19 @@ def help_centre_thresholds(grader, knowledge_base, log=print) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m optimize.lm_thresholds", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="compiled", help="the saved compile to recalibrate (default: compiled)")
-    parser.add_argument("--model", help="embedded-1.5b (default), or the compile's LM")
+    add_lm_options(parser, role="the compile's LM", cache=False)
     args = parser.parse_args(argv)
     from eval_sets import adversarial
     from program.app.compiled import STATE_FILE, has_compiled, load_state, read_manifest, save_compiled
     from program.app.resources import knowledge_base
-    from program.lm.configure import configure_lm, model_name
+    from program.lm.configure import model_name
     from program.stages.crag import CRAG
 
     if not has_compiled(args.out):
         print(f"error: no compiled program in {args.out}; run: python -m optimize.compile --out DIR", file=sys.stderr)
         return 2
     manifest = read_manifest(args.out)
-    lm = configure_lm(args.model)
+    lm = lm_from(args)
     if manifest.get("lm") != model_name(lm):
         print(f"error: {args.out} was compiled for {manifest.get('lm')}, not {model_name(lm)}", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from optimize.metrics import answer_correct
 from optimize.user_questions import QuestionsFileError, load_questions_file
+from program.lm.options import add_lm_options, lm_from
 
 MIN_ROWS = 10
 
@@ -134,8 +135,7 @@ def _args(argv):
                                                                    "(question, answers, answerable)")
     p.add_argument("--accept", type=float, default=None, help="save this point instead of the best on the rows")
     p.add_argument("--compiled", default="compiled", help="the compiled program (default compiled/)")
-    p.add_argument("--model", default=None, help="embedded-1.5b (default), or a DSPy model string")
-    p.add_argument("--api-base", default=None, help="base URL of a served model")
+    add_lm_options(p)
     args = p.parse_args(argv)
     if args.accept is not None and not 0.0 <= args.accept <= 1.0:
         p.error(f"--accept must be in [0, 1], got {args.accept}")
@@ -159,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     from program.app.resources import knowledge_base
     from program.judges.adapted import adapted_dir
     from program.judges.operating_point import OperatingPoint, save_operating_point
-    from program.lm.configure import configure_lm
     from program.retrieval import CorpusError, KnowledgeBaseError
 
     try:
@@ -167,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, KnowledgeBaseError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    dspy.configure(lm=configure_lm(args.model, args.api_base).copy(temperature=0.0))
+    dspy.configure(lm=lm_from(args).copy(temperature=0.0))
     crag = load_compiled(args.compiled, knowledge_base=kb, web=None)
     drafts = draft_rows(crag, rows)
     chosen = print_trades(rows, drafts, args.accept, crag.settings.accept)

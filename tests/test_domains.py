@@ -132,7 +132,7 @@ def test_an_unknown_domain_is_one_line():
 # their chunks above, and the handbook's documents are indexed by tests/test_adapt.py.
 @pytest.mark.parametrize("name", ["adversarial"])
 def test_one_query_of_a_domain_runs_through_the_program(name, fake_lm, tmp_path, monkeypatch):
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None, *a, **k: fake_lm)
     out = tmp_path / "run"
     code = evaluate.main(["--set", name, "--split", "test", "--limit", "1", "--modes", "rag,crag",
                           "--compiled", "none", "--groundedness", "off", "--out", str(out)])

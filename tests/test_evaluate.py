@@ -128,7 +128,7 @@ def fake_program(monkeypatch):
     factory = types.ModuleType("program.app.factory")
     factory.build_program = build_program
     lm = types.ModuleType("program.lm.configure")
-    lm.configure_lm = lambda model=None: configured.append(model) or types.SimpleNamespace(model=model)
+    lm.configure_lm = lambda model=None, *a, **k: configured.append(model) or types.SimpleNamespace(model=model)
     monkeypatch.setitem(__import__("sys").modules, "program.app.factory", factory)
     monkeypatch.setitem(__import__("sys").modules, "program.lm.configure", lm)
     return types.SimpleNamespace(qs=qs, built=built, configured=configured)

@@ -107,7 +107,7 @@ def run_eval(fake_lm, monkeypatch, tmp_path):
                              decide_retrieval=decide_retrieval, confidence=COVERAGE_ONLY), mode)
 
     monkeypatch.setattr("program.app.factory.build_program", build_program)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None, *a, **k: fake_lm)
     monkeypatch.setattr("program.app.resources.knowledge_base", lambda *a, **k: None)
     monkeypatch.setattr(eval_data, "load_domain_rows", lambda name, kind, split: ROWS)
 

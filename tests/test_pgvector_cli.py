@@ -81,7 +81,7 @@ def test_evaluate_answers_from_the_kb_flag(corpus, pg_url, fake_lm, tmp_path, mo
     rows = [{"id": "q1", "question": "Who founded Acme Rockets?", "relation": "founder", "gold": ["Jane Roe"],
              "expected_action": None, "answerable": True, "needs_retrieval": True}]
     monkeypatch.setattr(evaluate, "load_set", lambda *a: rows)
-    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None: fake_lm)
+    monkeypatch.setattr("program.lm.configure.configure_lm", lambda model=None, *a, **k: fake_lm)
     seen = []
 
     def build_program(mode, *, knowledge_base=None, **kw):

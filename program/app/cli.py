@@ -10,6 +10,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from program.lm.options import add_lm_options
 from program.web.config import BACKEND_NAMES
 
 
@@ -25,8 +26,7 @@ STATE_HELP = ("folder for the knowledge bases' indexes and what is learned about
 def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False) -> None:
     """The options ``ask`` and ``serve`` share: model, knowledge base, web, compiled program, tracing;
     ``serve`` (``several_kbs``) takes ``--kb`` more than once, each as NAME=PATH."""
-    parser.add_argument("--model", help="embedded-1.5b (default), embedded-0.5b, or a DSPy model string; env CRAG_LM")
-    parser.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
+    add_lm_options(parser)
     kb_help = ("corpus file or folder to answer from, or a pgvector knowledge base "
                "postgresql://user@host:port/db?table=NAME; env CRAG_KB (default: the PopQA knowledge base)")
     if several_kbs:
@@ -54,7 +54,6 @@ def _program_options(parser: argparse.ArgumentParser, several_kbs: bool = False)
     parser.add_argument("--decide-retrieval", action="store_true",
                         help="first ask whether the question needs sources at all; greetings, arithmetic and "
                              "rewording requests are then answered without retrieval; env CRAG_DECIDE_RETRIEVAL=1")
-    parser.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM cache: every call is made")
     parser.add_argument("--trace-jsonl", metavar="PATH", help="append one JSON line per step to PATH")
     parser.add_argument("--trace-export", choices=("mlflow",),
                         help="also send DSPy's traces to MLflow (pip install mlflow)")
@@ -165,14 +164,13 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--time-cap", type=float, default=None,
                        help="seconds the LM may spend writing those questions (default 900; 540 for the 40 of a "
                             "knowledge base without headings)")
-    index.add_argument("--model", help="the LM that writes questions and the reader's demo; env CRAG_LM")
+    add_lm_options(index, role="the LM that writes questions and the reader's demo", cache=False)
     index.add_argument("--decline", type=float, default=0.1,
                        help="when questions are written: the share of the knowledge base's own questions whose "
                             "answers the operating point declines (default 0.1)")
     index.add_argument("--operating-questions", type=int, default=None,
                        help="when questions are written: how many of them set the operating point (default 30; "
                             "without headings 12, within 4 minutes; one LM call each, and one per look-alike)")
-    index.add_argument("--api-base", help="base URL of a served model; env CRAG_API_BASE")
     return parser
 
 
