@@ -198,3 +198,13 @@ def test_a_scoped_reader_keeps_only_the_demos_its_documents_hold(help_centre, fa
     nothing = program.narrowed(program.settings, documents=DocumentFilter(types=frozenset({"pdf"})))
     assert nothing.generator.generate.demos == []
     assert [d["question"] for d in program.generator.generate.demos] == [refund["question"], api["question"]]
+
+
+def test_a_filter_on_a_knowledge_base_that_cannot_filter_is_a_clear_error():
+    from program.stages.crag import CRAG
+    from tests.conftest import FOUNDING, ListKnowledgeBase
+
+    program = CRAG(ListKnowledgeBase([FOUNDING]))
+    with pytest.raises(TypeError, match="ListKnowledgeBase cannot read part of itself: filters need a faiss or "
+                                        "PostgreSQL knowledge base"):
+        program.narrowed(program.settings, documents=DocumentFilter(types=frozenset({"md"})))

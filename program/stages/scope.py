@@ -27,8 +27,16 @@ def held_by(kb, demo) -> bool:
 
 
 def scoped(knowledge_base, documents: DocumentFilter | None):
-    """``knowledge_base`` read through ``documents`` (itself for None)."""
-    return knowledge_base if documents is None else ScopedKnowledgeBase(knowledge_base, documents)
+    """``knowledge_base`` read through ``documents`` (itself for None).
+
+    Raises:
+        TypeError: a filter for a knowledge base that cannot filter (a bare ``search`` object)."""
+    if documents is None:
+        return knowledge_base
+    if not hasattr(knowledge_base, "select"):
+        raise TypeError(f"{type(knowledge_base).__name__} cannot read part of itself: filters need a faiss or "
+                        "PostgreSQL knowledge base (program.retrieval)")
+    return ScopedKnowledgeBase(knowledge_base, documents)
 
 
 def scoped_state(name: str, state: dict, knowledge_base) -> dict:
