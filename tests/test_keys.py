@@ -79,3 +79,18 @@ def test_the_operator_key_and_the_keys_file_together(tmp_path):
     assert access.principal(f"Bearer {secret}").name == "support"
     assert access.principal(f"Basic {secret}") is None and access.principal("Bearer wrong") is None
     assert access.principal("") is None and Access.for_server("127.0.0.1", None).principal("") is ANYONE
+
+
+def test_a_key_for_no_knowledge_base_served_here_is_told_so_in_one_line():
+    from program.app.service.app import pick
+    from program.app.service.keys import Principal
+    from program.app.service.runner import ServiceError
+
+    runners = {"help": object(), "docs": object()}
+    elsewhere = Principal("elsewhere", {"finance": None})
+    with pytest.raises(ServiceError, match="^this key may ask no knowledge base this server has$") as err:
+        pick(runners, None, elsewhere)
+    assert err.value.status == 404
+    assert pick(runners, None, Principal("docs-only", {"docs": None})) is runners["docs"]
+    with pytest.raises(ServiceError, match="^model 'help': no such knowledge base here; this server has 'docs'$"):
+        pick(runners, "help", Principal("docs-only", {"docs": None}))

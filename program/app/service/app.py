@@ -73,7 +73,9 @@ def pick(runners: dict[str, QuestionRunner], name: str | None, principal: Princi
         ServiceError: 404 naming the knowledge bases ``principal`` may ask, for a name the server
             lacks or one the key may not ask (the same answer: a key learns nothing of the others)."""
     mine = [n for n in runners if principal.may_ask(n)]
-    if name is None and mine:
+    if not mine:
+        raise ServiceError(404, "this key may ask no knowledge base this server has")
+    if name is None:
         return runners[mine[0]]
     if name not in mine:
         raise chat.unknown_model(name or "", mine)
