@@ -99,7 +99,7 @@ def measure(name: str, split: str, limit: int, n_random: int, seed: int = 0, log
     from program.app import resources
     from program.app.compiled import STATE_FILE, load_state
     from program.judges.adapted import load_adapted
-    from program.judges.judgments import PASSAGE
+    from program.judgments import PASSAGE
     from program.judges.store import load_judges
     from program.stages.crag import CRAG
 

@@ -2,7 +2,7 @@
 
 ``python -m experiments.probe_embeddings [--out reports/embedding-probe]``
 
-The trained judges read cheap signals (``program.judges.features``): cosine, name coverage, word
+The trained judges read cheap signals (``program.judgments`` slices): cosine, name coverage, word
 overlap, hashed answer-type word pairs. On the documentation domains, left out, they are near
 chance (``experiments.transfer``). A judge "that reads meaning" could read the all-MiniLM-L6-v2
 vectors themselves. This probe fits a logistic regression on four feature sets, for each labeled
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
+from program.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 
 KINDS = ("dense", "dense+max", "emb", "all")
 JUDGMENTS = tuple(j.name for j in TRAINED)
@@ -67,7 +67,7 @@ class _Vectors:
 
 def features(pairs, vectors: _Vectors, judgment: str) -> dict[str, np.ndarray]:
     """The four feature sets (``KINDS``) of ``pairs`` (rows with texts ``(question or claim, text)``)."""
-    from program.judges.features import evidence_sentences
+    from program.judgments.support import evidence_sentences
 
     first = vectors([t[0] for t in pairs.texts])
     sentence_cos, partner = [], []

@@ -23,7 +23,7 @@ import json
 from dataclasses import replace
 
 from program.judges import JudgeChoice, load_judges
-from program.judges.judgments import SUPPORT
+from program.judgments import SUPPORT, support
 from program.stages.selfcheck import decide_support
 
 
@@ -32,7 +32,7 @@ def verdicts(judges, row: dict) -> dict:
     row (``claim``, ``evidence``, ``question``), the trained judge deciding (no LM call)."""
     decided = decide_support(row["claim"], row["evidence"], row.get("question", ""), judges,
                              quote=lambda claim, evidence: "", choice=JudgeChoice("trained"))
-    alone = decided.verdict if decided.score is None else judges.support_verdict(decided.score)
+    alone = decided.verdict if decided.score is None else support.verdict(judges, decided.score)
     return {"judge alone": "fully" if decided.lexical == "fully" else alone,
             "better of judge and overlap": decided.verdict, "overlap alone": decided.lexical}
 

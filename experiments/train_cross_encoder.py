@@ -17,7 +17,7 @@ import numpy as np
 
 from experiments.cross_encoder import CrossEncoderJudge
 from optimize.training.pairs import adversarial_passage_pairs
-from optimize.training.train import confusion
+from optimize.metrics import confusion
 from program.stages.decision import evaluator_action
 from program.adaptation.calibrate import auc, calibrate_actions, group_runs, question_best
 from program.adaptation.pairs import Pairs

@@ -43,14 +43,14 @@ import numpy as np
 
 from optimize.training.pairs import (adversarial_passage_pairs, popqa_passage_pairs, popqa_strip_pairs,
                                      popqa_support_pairs)
-from optimize.training.train import confusion
+from optimize.metrics import confusion
 from program.lm.options import add_lm_options, lm_from
 from program.stages.decision import evaluator_action
-from program.adaptation.calibrate import auc, f1, group_runs, popqa_expected, question_best, support_accuracy
+from program.adaptation.calibrate import auc, f1, group_runs, popqa_expected, question_best
 from program.adaptation.fit import pair_scores
 from program.adaptation.pairs import Pairs, adversarial_strip_pairs, support_rows_pairs
 from program.atomic import write_atomic
-from program.judges.judgments import PASSAGE, STRIP, STRIP_KEEP, SUPPORT, SUPPORT_FULLY, SUPPORT_PARTIALLY
+from program.judgments import PASSAGE, STRIP, SUPPORT, owned_thresholds, strip, support
 
 FIGURES = ("action_accuracy", "passage_auc", "strip_f1", "support_accuracy")
 DEFAULT_OUT = Path("reports/judge-transfer")
@@ -81,19 +81,16 @@ def measure_domain(judges, name: str, kb, embedder) -> dict:
     strip_split, support_split = _component_split(name, STRIP.rows), _component_split(name, SUPPORT.rows)
     strips = adversarial_strip_pairs(load_rows(name, "strips", strip_split), embedder)
     strip_scores = pair_scores(judges, STRIP, strips)
-    support = support_rows_pairs(load_rows(name, SUPPORT.rows, support_split), embedder)
-    support_scores = pair_scores(judges, SUPPORT, support)
+    support_rows = support_rows_pairs(load_rows(name, SUPPORT.rows, support_split), embedder)
+    support_scores = pair_scores(judges, SUPPORT, support_rows)
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
         "passage_auc": auc(pairs.labels, scores),
-        "strip_f1": f1(strips.labels, strip_scores >= judges.threshold(STRIP_KEEP)),
-        "support_accuracy": support_accuracy(support.targets, support_scores, judges.threshold(SUPPORT_PARTIALLY),
-                                                judges.threshold(SUPPORT_FULLY)),
+        "strip_f1": f1(strips.labels, strip.kept(judges, strip_scores)),
+        "support_accuracy": support.accuracy(judges, support_rows.targets, support_scores),
         "confusion": confusion(expected, actions),
-        "thresholds": {"lower": t["lower"], "upper": t["upper"], STRIP_KEEP.key: judges.threshold(STRIP_KEEP),
-                       SUPPORT_PARTIALLY.key: judges.threshold(SUPPORT_PARTIALLY),
-                       SUPPORT_FULLY.key: judges.threshold(SUPPORT_FULLY)},
-        "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(support)},
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], **owned_thresholds(judges)},
+        "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(support_rows)},
         "splits": {"queries": "test", "strips": strip_split, "support": support_split},
     }
 
@@ -114,16 +111,14 @@ def measure_popqa(judges, kb, embedder) -> dict:
     claims = popqa_support_pairs(dev_q, kb, embedder)
     claim_scores = pair_scores(judges, SUPPORT, claims)
     lexical = np.array([d[SUPPORT.feature_names.index("lexical_verdict")] for d in claims.dense])
-    kept = (lexical == 1.0) | (claim_scores >= judges.threshold(SUPPORT_PARTIALLY))
+    kept = (lexical == 1.0) | support.kept(judges, claim_scores)
     return {
         "action_accuracy": round(float(np.mean([actions[q] == a for q, a in expected.items()])), 4),
         "passage_auc": auc(pairs.labels, scores),
-        "strip_f1": f1(strips.labels, strip_scores >= judges.threshold(STRIP_KEEP)),
+        "strip_f1": f1(strips.labels, strip.kept(judges, strip_scores)),
         "support_accuracy": round(float((kept == np.asarray(claims.labels, bool)).mean()), 4),
         "confusion": confusion(expected, actions),
-        "thresholds": {"lower": t["lower"], "upper": t["upper"], STRIP_KEEP.key: judges.threshold(STRIP_KEEP),
-                       SUPPORT_PARTIALLY.key: judges.threshold(SUPPORT_PARTIALLY),
-                       SUPPORT_FULLY.key: judges.threshold(SUPPORT_FULLY)},
+        "thresholds": {"lower": t["lower"], "upper": t["upper"], **owned_thresholds(judges)},
         "rows": {"queries": len(expected), "passages": len(pairs), "strips": len(strips), "support": len(claims)},
         "splits": {"queries": "dev", "strips": "dev", "support": "dev"},
     }

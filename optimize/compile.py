@@ -25,6 +25,7 @@ import random
 import sys
 import time
 from dataclasses import dataclass, replace
+from typing import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from optimize.continued import ContinuedCheck
 from optimize.judge_choice import choose, popqa_lm_rows
 from optimize.lm_thresholds import help_centre_thresholds
 from optimize.training.sources import labeled_sources, sources_stamp
-from optimize.training.records import TRAINING
+from optimize.judgments import JUDGES, TRAINING
 from optimize.training.train import train_judges
 from program.lm.options import add_lm_options
 from program.stages.decision import evaluator_action
@@ -45,13 +46,13 @@ from program.app.compiled import (COMPILED_DIR, STATE_FILE, has_compiled, load_s
                                   save_compiled)
 from program.app.resources import embedder, knowledge_base
 from program.judges import JudgeChoice, JudgeSet, load_judges, save_judges
-from program.judges.judgments import PASSAGE, TRAINED
+from program.judgments import PASSAGE, TRAINED, predictor_of
 from program.judges.store import corpus_key
 from program.lm.configure import configure_lm, model_name, supports_logprobs
 from program.stages.crag import CRAG
 from program.stages.evaluator import score_grade
 from program.stages.followup import conversation_text
-from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer, RewriteQuery, StandaloneQuestion
+from signatures import CheckClaimSupport, DecideRetrieval, GenerateAnswer
 
 # budget -> (few-shot demos per predictor, dev rows measured per predictor; None: all).
 # The dev measurements (before and after, one LM call a row) are most of a compile's calls;
@@ -62,7 +63,8 @@ OPTIMIZERS = ("bootstrap", "mipro", "gepa")
 
 @dataclass(frozen=True)
 class PredictorSpec:
-    """A compiled predictor: its labeled data, signature, place in CRAG, and metric.
+    """A compiled predictor: its labeled data, signature, place in CRAG (``locate(crag) ->
+    dspy.Predict``, a judgment's own ``Judgment.locate``), and metric.
 
     ``labeled_demos`` is False when the labels are not the signature's outputs (rewrite rows
     carry expert terms, not a query), so only bootstrapped demos can teach; ``extra_labeled``
@@ -73,7 +75,7 @@ class PredictorSpec:
 
     kind: str
     signature: type
-    path: str
+    locate: Callable
     metric: object
     figures: object
     labeled_demos: bool = True
@@ -82,20 +84,18 @@ class PredictorSpec:
 
 
 SPECS = [
-    # the judgments' own predictors: their rows, Signatures and paths are their records', their
-    # metrics and figures their training records' (optimize.training.records)
-    *(PredictorSpec(r.judgment.rows, r.judgment.signature, r.judgment.predictor, r.metric, r.figures,
-                    extra_labeled=r.extra_labeled) for r in TRAINING),
-    PredictorSpec("rewrite", RewriteQuery, "web_searcher.rewrite", pm.rewrite_recall, pm.rewrite_figures,
-                  labeled_demos=False, threshold=0.5),
+    # the judgments' own predictors: their rows, Signatures and places are their runtime slices'
+    # (program.judgments), their metrics and figures their training slices' (optimize.judgments)
+    *(PredictorSpec(t.judgment.rows, t.judgment.signature, t.judgment.locate, t.metric, t.figures,
+                    labeled_demos=t.labeled_demos, extra_labeled=t.extra_labeled, threshold=t.threshold)
+      for t in TRAINING),
     # Rewards the model's own [n] markers (the citations issue): labeled demos cite (pm.cited_answer).
-    PredictorSpec("answers", GenerateAnswer, "generator.generate", pm.answer_citation_metric, pm.answer_figures),
+    PredictorSpec("answers", GenerateAnswer, lambda crag: crag.generator.generate, pm.answer_citation_metric,
+                  pm.answer_figures),
     # Compiled into the state although the default program leaves the decider off, so that
     # --decide-retrieval runs a compiled decider (loading ignores state a program lacks).
-    PredictorSpec("deciding", DecideRetrieval, "decider", pm.decision_accuracy, pm.decision_figures, extra_labeled=2),
-    # the chat endpoint's follow-ups (eval_sets/followups): the hand-written standalone questions are the labels
-    PredictorSpec("followups", StandaloneQuestion, "followup.rewrite", pm.standalone_overlap, pm.standalone_figures,
-                  threshold=0.8),
+    PredictorSpec("deciding", DecideRetrieval, lambda crag: crag.decider, pm.decision_accuracy, pm.decision_figures,
+                  extra_labeled=2),
 ]
 KINDS = tuple(spec.kind for spec in SPECS) + ("judges",)  # judges: the trained judges (optimize.training.train)
 
@@ -273,9 +273,9 @@ def build_judges(adversarial_kb):
     return train_judges(knowledge_base(), adversarial_kb, embedder())
 
 
-def popqa_rows_for(predictors: dict) -> dict:
+def popqa_rows_for(program) -> dict:
     """The LM's PopQA dev rows for the judge choice (``optimize.judge_choice.popqa_lm_rows``)."""
-    return popqa_lm_rows(predictors, knowledge_base())
+    return popqa_lm_rows(program, knowledge_base())
 
 
 def calibrate_thresholds(grader: dspy.Predict, step: float = 0.05) -> dict:
@@ -450,9 +450,9 @@ def _saved_compile(args, parser: argparse.ArgumentParser, program, lm) -> dict |
     return saved
 
 
-def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics: dict) -> dict:
+def _compile_kinds(args, only: list[str], kb, judges, program, metrics: dict) -> dict:
     """Kind -> the LM's dev rows for the judge choice; compiled kinds' figures go to ``metrics``, demos to
-    ``predictors``."""
+    ``program``'s predictors."""
     lm_rows = {}
     for spec in SPECS:
         if spec.kind not in only:
@@ -463,25 +463,25 @@ def _compile_kinds(args, only: list[str], kb, judges, predictors: dict, metrics:
             spec = replace(spec, metric=pm.answer_citation_metric_for(judges))
         keep, metrics[spec.kind] = compile_predictor(spec, args.optimizer, args.budget, kb, args.dev_rows)
         lm_rows[spec.kind] = metrics[spec.kind].pop("_rows")
-        predictors[spec.path].load_state(keep.dump_state())  # the kept demos and instructions
+        spec.locate(program).load_state(keep.dump_state())  # the kept demos and instructions
     if "judges" in only:
         # new judges are compared with the saved LM predictors on the same dev rows (no compiling)
         for spec in SPECS:
             if spec.kind in {j.rows for j in TRAINED} and spec.kind not in lm_rows:
-                lm_rows[spec.kind] = measure_saved(predictors[spec.path], spec, args.budget, args.dev_rows)
+                lm_rows[spec.kind] = measure_saved(spec.locate(program), spec, args.budget, args.dev_rows)
     return lm_rows
 
 
-def _judge_report(judges: JudgeSet, lm_rows: dict, predictors: dict, kb, saved: dict | None,
+def _judge_report(judges: JudgeSet, lm_rows: dict, program, kb, saved: dict | None,
                   only: list[str]) -> tuple[dict, JudgeSet]:
     """``(report, judges)``: judgment -> the LM's, trained judge's and cascade's figures and the
     chosen one (saved if not re-measured), and the judges with those choices (a new ``JudgeSet``)."""
     if not (lm_rows or "judges" in only):
         return saved.get("judges", {}).get("choice", {}), judges
     # the LM, the trained judge and the cascade, on the same dev rows; the best decides
-    popqa_rows = popqa_rows_for(predictors) if {"grading", "strips"} & set(lm_rows) else {}
+    popqa_rows = popqa_rows_for(program) if {"grading", "strips"} & set(lm_rows) else {}
     judge_report, judges = choose(judges, lm_rows, popqa_rows, kb, knowledge_base() if popqa_rows else None,
-                                  measures={r.judgment: r.measure for r in TRAINING})
+                                  measures={t.judgment: t.measure for t in JUDGES})
     kept = {}
     for judgment in TRAINED:
         name = judgment.name
@@ -491,7 +491,7 @@ def _judge_report(judges: JudgeSet, lm_rows: dict, predictors: dict, kb, saved: 
     return judge_report, replace(judges, choices={**judges.choices, **kept})
 
 
-def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -> dict:
+def _thresholds(saved: dict | None, only: list[str], judges, program) -> dict:
     """The retrieval evaluator's thresholds: the saved ones, the trained passage judge's, or calibrated for the LM."""
     if saved is not None and not {"judges", "grading"} & set(only):
         return saved["thresholds"]  # neither the passage judge nor the LM grader changed
@@ -499,7 +499,7 @@ def _thresholds(saved: dict | None, only: list[str], judges, predictors: dict) -
         return {k: judges.thresholds[k] for k in ("lower", "upper")} | {
             "source": "trained passage judge",
             "dev_action_accuracy": judges.figures["adversarial_dev"]["action_accuracy"]}
-    return calibrate_thresholds(predictors[PASSAGE.predictor])
+    return calibrate_thresholds(predictor_of(program, PASSAGE))
 
 
 def _manifest(args, lm, thresholds: dict, metrics: dict, judge_report: dict, judges, lm_thresholds: dict,
@@ -575,18 +575,17 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== trained judges (passage, strip, support): training from the train splits", flush=True)
         judges = build_judges(kb)
     judges = replace(judges, embedder=judges.embedder or embedder())
-    predictors = dict(program.named_predictors())
     metrics = {k: m for k, m in (saved or {}).get("metrics_dev", {}).items() if k not in only}
     started = time.perf_counter()
-    lm_rows = _compile_kinds(args, only, kb, judges, predictors, metrics)
+    lm_rows = _compile_kinds(args, only, kb, judges, program, metrics)
     metrics = {spec.kind: metrics[spec.kind] for spec in SPECS if spec.kind in metrics}
-    judge_report, judges = _judge_report(judges, lm_rows, predictors, kb, saved, only)
+    judge_report, judges = _judge_report(judges, lm_rows, program, kb, saved, only)
     print("\n| judgment | LM | trained | cascade | chosen |\n|---|---|---|---|---|")
     for judgment, r in judge_report.items():
         print(f"| {judgment} | {r.get('lm', '-')} | {r.get('trained', '-')} | {r.get('cascade', '-')} "
               f"| {r['chosen']} |")
-    thresholds = _thresholds(saved, only, judges, predictors)
-    lm_thresholds = help_centre_lm_thresholds(judges, predictors["evaluator.grade"], kb, lm, saved, only,
+    thresholds = _thresholds(saved, only, judges, program)
+    lm_thresholds = help_centre_lm_thresholds(judges, predictor_of(program, PASSAGE), kb, lm, saved, only,
                                               calibrate=args.calibrate_lm_scores)
     manifest = _manifest(args, lm, thresholds, metrics, judge_report, judges, lm_thresholds, saved, only, started)
     print("\n| predictor | dev before | dev after | kept | demos |\n|---|---|---|---|---|")

@@ -9,7 +9,8 @@ up to 16 LM calls each), since one judge serves both kinds of knowledge base. Ea
 best on its own rows (``JudgeSet.choices_by_corpus``); any other knowledge base gets the one
 best on the mean of the sets. Ties go to the cheaper one (trained, then cascade, then LM).
 
-Figures, by judgment: ``passage``: action-band accuracy of GradeRetrieval's rows (each
+Each judgment measures its own candidates (its training slice's ``candidates``,
+``optimize.judgments``): ``passage``: action-band accuracy of GradeRetrieval's rows (each
 passage's score read through the evaluator's thresholds); ``strip``: F1 of the strips kept;
 ``support``: IsSup verdict accuracy (fully / partially / no; on PopQA's claims, labeled only
 fully / no, whether the claim is kept).
@@ -21,93 +22,26 @@ from dataclasses import replace
 
 import numpy as np
 
-from optimize import predictor_metrics as pm
 from optimize.continued import ContinuedCheck
-from program.stages.decision import evaluator_action
 from program.judges import JudgeChoice, JudgeSet
-from program.judges.judgments import CANDIDATES, PASSAGE, STRIP, STRIP_KEEP, SUPPORT
 from program.judges.store import corpus_key
-from program.stages.evaluator import score_grade
-from program.stages.selfcheck import decide_support, lexical_support
-from program.types import Passage, Strip
+from program.judgments import CANDIDATES, PASSAGE, STRIP, SUPPORT, predictor_of
+from program.stages.selfcheck import lexical_support
 
 CHEAPEST_FIRST = CANDIDATES
 
 
-def _band_accuracy(pairs) -> float:
-    return round(float(np.mean([a == b for a, b in pairs])), 4) if pairs else 0.0
 
 
-def passage_candidates(judges: JudgeSet, rows, thresholds: dict) -> dict:
-    """``{"lm", "trained", "cascade"}`` -> band accuracy on GradeRetrieval's dev rows, the
-    trained scores read through ``thresholds`` (those of the rows' knowledge base)."""
-    t = thresholds
-    out = {"lm": [], "trained": [], "cascade": []}
-    vectors = judges._encode([e.question for e, _, _ in rows] + [e.passage for e, _, _ in rows]) if rows else []
-    n = len(rows)
-    for i, (example, pred, _) in enumerate(rows):
-        truth = evaluator_action(float(example.relevance), pm.LM_LOWER, pm.LM_UPPER)
-        try:
-            lm_band = evaluator_action(score_grade(pred.same_entity, pred.answers_question, pred.outdated)[0],
-                                       pm.LM_LOWER, pm.LM_UPPER)
-        except Exception:  # an unparsed LM row counts as irrelevant, as in the program
-            lm_band = "incorrect"
-        cos = float(vectors[i] @ vectors[n + i])
-        score = judges.score(PASSAGE, question=example.question,
-                             passages=[Passage("row", example.passage, score=cos)])[0]
-        trained_band = evaluator_action(score, t["lower"], t["upper"])
-        out["lm"].append((lm_band, truth))
-        out["trained"].append((trained_band, truth))
-        out["cascade"].append((lm_band if JudgeChoice("cascade").asks_lm(score) else trained_band, truth))
-    return {k: _band_accuracy(v) for k, v in out.items()}
 
 
-def strip_candidates(judges: JudgeSet, rows) -> dict:
-    """``{"lm", "trained", "cascade"}`` -> F1 of kept strips on StripRelevance's dev rows."""
-    keep = judges.threshold(STRIP_KEEP)
-    kept = {"lm": [], "trained": [], "cascade": []}
-    labels = []
-    for example, pred, _ in rows:
-        context = getattr(example, "context", None) or example.strip
-        strip = Strip("row", 0, example.strip)
-        vectors = judges._encode([example.question, context])
-        passage = Passage("row", context, score=float(vectors[1] @ vectors[0]))  # as in training
-        score = judges.score(STRIP, question=example.question, strips=[strip], passages=[passage])[0]
-        lm_kept = pred is not None and pm.kept_strip(example, pred)
-        kept["lm"].append(lm_kept)
-        kept["trained"].append(score >= keep)
-        kept["cascade"].append(lm_kept if JudgeChoice("cascade").asks_lm(score) else score >= keep)
-        labels.append(bool(example.relevant))
-    from program.adaptation.calibrate import f1
 
-    return {k: f1(labels, v) for k, v in kept.items()}
-
-
-def support_candidates(judges: JudgeSet, rows, kept_only: bool = False) -> dict:
-    """``{"lm", "trained", "cascade"}`` -> verdict accuracy on CheckClaimSupport's dev rows.
-
-    Each candidate decides by the program's own rule (``program.stages.selfcheck.decide_support``),
-    the LM's reply being the row's saved prediction: word overlap's ``fully`` stands, and each
-    verdict is the better of word overlap's and the judge's (or the quote's). ``kept_only``:
-    right when the claim is kept (``partially`` or ``fully``) exactly when its label supports
-    it, for rows labeled only ``fully`` / ``no`` (PopQA's claims)."""
-    right = {c: [] for c in CANDIDATES}
-    for example, pred, _ in rows:
-        question = getattr(example, "question", None) or ""  # PopQA's claims know their question
-        saved = str(getattr(pred, "quote", "") or "") if pred is not None else ""
-        for name in CANDIDATES:
-            verdict = decide_support(example.claim, example.evidence, question, judges,
-                                     quote=lambda claim, evidence: saved, choice=JudgeChoice(name)).verdict
-            right[name].append((verdict != "no") == (example.support != "no") if kept_only
-                               else verdict == example.support)
-    return {k: round(float(np.mean(v)), 4) if v else 0.0 for k, v in right.items()}
-
-
-def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dict:
+def popqa_lm_rows(program, popqa_kb, n: int = 16, seed: int = 0) -> dict:
     """The LM's rows on PopQA ``dev`` for the three judgments, labeled as the judges' training
     pairs are (``optimize.training.pairs``): ``n`` passages, ``n`` strips and ``n`` claims
     (``popqa_claims``), half relevant or supported, from a seeded sample of dev questions;
-    one LM call each (a claim word overlap already calls ``fully`` needs none).
+    one LM call each (a claim word overlap already calls ``fully`` needs none), asked of
+    ``program``'s predictors (a ``CRAG``).
 
     Returns ``{"grading": rows, "strips": rows, "support": rows}`` of ``(example, prediction, None)``.
     """
@@ -147,11 +81,12 @@ def popqa_lm_rows(predictors: dict, popqa_kb, n: int = 16, seed: int = 0) -> dic
             if judgment is SUPPORT and lexical_support(example.claim, example.evidence, example.question) == "fully":
                 rows[kind].append((example, None, None))  # decided without the LM, as in the program
                 continue
+            predictor = predictor_of(program, judgment)
             try:
                 if judgment is SUPPORT:  # asked as the program asks it (optimize.continued)
-                    pred = ContinuedCheck(predictors[judgment.predictor])(**example.inputs(), question=example.question)
+                    pred = ContinuedCheck(predictor)(**example.inputs(), question=example.question)
                 else:
-                    pred = predictors[judgment.predictor](**example.inputs(), config=CRITIQUE_CONFIG)
+                    pred = predictor(**example.inputs(), config=CRITIQUE_CONFIG)
             except Exception:  # unparsed output is a row the LM got wrong
                 pred = None
             rows[kind].append((example, pred, None))
@@ -169,7 +104,7 @@ def choose(judges: JudgeSet, lm_rows: dict, popqa_rows: dict | None = None, adve
 
     Args:
         measures: judgment -> ``measure(judges, rows, thresholds, set_name)``, its candidates'
-            figures on one set's rows (``optimize.training.records.TRAINING``'s ``measure``).
+            figures on one set's rows (``optimize.judgments.JUDGES``' ``measure``).
         lm_rows: ``"grading"`` / ``"strips"`` / ``"support"`` -> the kept LM predictor's
             ``(example, prediction, score)`` adversarial dev rows; a missing kind keeps the
             trained judge.

@@ -27,7 +27,7 @@ import time
 
 import dspy
 
-from optimize.training.train import confusion
+from optimize.metrics import confusion
 from program.lm.options import add_lm_options, lm_from
 from program.stages.decision import evaluator_action
 from program.adaptation.calibrate import calibrate_actions

@@ -3,6 +3,7 @@
 * :func:`answer_correct`: the CRAG paper's PopQA rule (a gold string appears in the answer).
 * :func:`median`, :func:`percentile`: of the numbers present, ignoring missing values.
 * :func:`rate`: share of True flags.
+* :func:`confusion`: expected action -> predicted action -> count.
 """
 
 from __future__ import annotations
@@ -67,3 +68,12 @@ def percentile(values: Iterable[float | int | None], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def confusion(expected: dict, predicted: dict) -> dict:
+    """``expected action -> predicted action -> count`` over the questions of ``expected``."""
+    table: dict = {}
+    for q, a in expected.items():
+        table.setdefault(a, {}).setdefault(predicted[q], 0)
+        table[a][predicted[q]] += 1
+    return table

@@ -27,7 +27,7 @@ import re
 import sys
 
 from optimize.training.pairs import names_subject, states_answer
-from program.judges.judgments import PASSAGE
+from program.judgments import PASSAGE
 from program.judges.store import corpus_key, load_judges
 from program.stages.refine import KnowledgeRefiner, decompose
 

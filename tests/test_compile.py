@@ -38,7 +38,7 @@ def fake_compile(monkeypatch):
     # training the judges reads the whole PopQA train split (minutes): tests/test_train_judges.py
     # covers it; here a toy judge set stands in, and PopQA's LM rows are left out
     monkeypatch.setattr(compile_mod, "build_judges", lambda kb: toy_judges_with_figures())
-    monkeypatch.setattr(compile_mod, "popqa_rows_for", lambda predictors: {})
+    monkeypatch.setattr(compile_mod, "popqa_rows_for", lambda program: {})
     monkeypatch.setattr(compile_mod, "knowledge_base", _adversarial_only(compile_mod))
     from tests.test_judges import WordEmbedder
 

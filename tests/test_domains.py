@@ -169,4 +169,4 @@ def test_the_labeled_pairs_cache_is_keyed_by_the_labels_and_the_code():
     assert "eval_sets/kubernetes/queries.jsonl" in names and "eval_sets/handbook/support.jsonl" in names
     assert all((ROOT / p).is_file() for p in SOURCES_CODE)
     adapting = {p.relative_to(ROOT).as_posix() for p in adapt_code()}
-    assert {"program/adaptation/adapt.py", "program/adaptation/fit.py", "program/judges/features.py"} <= adapting
+    assert {"program/adaptation/adapt.py", "program/adaptation/fit.py", "program/judgments/support.py"} <= adapting

@@ -38,16 +38,20 @@ def test_the_compiled_predictors_keep_their_names():
                      "checker.support", "usefulness.judge"}
 
 
-def test_every_predictor_the_compile_and_the_judgments_name_is_one_of_crags():
-    """The compile's specs and the judgment records name predictors by path; each path is one
-    CRAG has, with the Signature it says (a renamed attribute fails here, not in a compile)."""
+def test_every_predictor_the_compile_and_the_judgments_locate_is_one_of_crags():
+    """The compile's specs and the judgment slices find predictors by attribute (``locate``), not
+    by path strings; each is one CRAG has, with the Signature it says, and its path is the name
+    ``compiled/crag.json`` keeps (a renamed attribute fails here, not in a compile)."""
     from optimize.compile import SPECS
-    from program.judges.judgments import JUDGMENTS
+    from program.judgments import JUDGMENTS, predictor_path
 
-    predictors = dict(CRAG(ListKnowledgeBase(["x"]), decide_retrieval=True).named_predictors())
-    named = {s.path: s.signature for s in SPECS} | {j.predictor: j.signature for j in JUDGMENTS.values()}
-    assert {path: predictors[path].signature.__name__ if path in predictors else None for path in named} == \
-        {path: signature.__name__ for path, signature in named.items()}
+    program = CRAG(ListKnowledgeBase(["x"]), decide_retrieval=True)
+    located = [(s.locate, s.signature) for s in SPECS] + [(j.locate, j.signature) for j in JUDGMENTS.values()]
+    for locate, signature in located:
+        assert locate(program).signature.__name__ == signature.__name__
+    assert {j.name: predictor_path(program, j.locate) for j in JUDGMENTS.values()} == {
+        "passage": "evaluator.grade", "rewrite": "web_searcher.rewrite", "standalone": "followup.rewrite",
+        "strip": "refiner.grade", "support": "checker.support", "usefulness": "usefulness.judge"}
 
 
 def test_the_event_stream_is_emitted_where_steps_run_not_rebuilt_from_callbacks():
@@ -112,17 +116,43 @@ def test_the_question_is_parsed_once_per_question(fake_lm, monkeypatch):
     assert asked and set(asked.values()) == {1}, asked
 
 
-def test_a_judgments_thresholds_are_named_only_in_its_record():
-    """Each threshold is a ``Threshold`` its judgment's record owns; code reads it with
-    ``JudgeSet.threshold(RECORD)``, never by its key string (``"support_fully"``)."""
-    from program.judges.judgments import JUDGMENTS
+def threshold_reads_outside_slices(files: dict[str, str]) -> list[str]:
+    """``path:line: name`` for each place in ``files`` (path under the project -> source) that
+    names a judgment's threshold (its key in ``judges.json``, or its thresholds' class) outside
+    that judgment's two slices, ``program/judgments/<name>.py`` and ``optimize/judgments/<name>.py``."""
+    from program.judgments import JUDGMENTS
 
-    keys = {t.key for j in JUDGMENTS.values() for t in (*j.thresholds, j.keep)}
-    named = []
-    for path in (p for folder in ("program", "optimize", "experiments") for p in (ROOT / folder).rglob("*.py")):
-        if path.relative_to(ROOT).as_posix() == "program/judges/judgments.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and node.value in keys:
-                named.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}")
-    assert keys >= {"strip_keep", "support_partially", "support_fully"} and named == []
+    owners: dict[str, str] = {}
+    for j in JUDGMENTS.values():
+        if j.thresholds is not None:
+            owners[j.thresholds.__name__] = j.name
+            owners.update({key: j.name for key in j.thresholds().saved()})
+    found = []
+    for path, source in files.items():
+        for node in ast.walk(ast.parse(source)):
+            named = (node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else
+                     node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else
+                     None)
+            owner = owners.get(named)
+            if owner and path not in (f"program/judgments/{owner}.py", f"optimize/judgments/{owner}.py"):
+                found.append(f"{path}:{node.lineno}: {named}")
+    return found
+
+
+def test_a_judgments_thresholds_are_read_only_in_its_slice():
+    """A judgment owns its thresholds as a typed object in its slice (``StripThresholds``,
+    ``SupportThresholds``): their keys and class are named nowhere else; the rest of the program
+    asks the slice for a decision (``support.verdict``, ``strip.kept``, ``keep_threshold``)."""
+    from program.judgments import JUDGMENTS
+
+    assert {k for j in JUDGMENTS.values() if j.thresholds for k in j.thresholds().saved()} == {
+        "strip_keep", "support_partially", "support_fully"}
+    files = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
+             for folder in ("program", "optimize", "experiments") for p in (ROOT / folder).rglob("*.py")}
+    assert threshold_reads_outside_slices(files) == []
+    # the check finds what it is for: a stage reading the key, another slice naming the class
+    assert threshold_reads_outside_slices({
+        "program/stages/refine.py": 'keep = judges.thresholds["strip_keep"]',
+        "optimize/judgments/strip.py": "cut = SupportThresholds.of(judges).fully",
+        "program/judgments/support.py": "cut = SupportThresholds.of(judges).fully"}) == [
+        "program/stages/refine.py:1: strip_keep", "optimize/judgments/strip.py:1: SupportThresholds"]

@@ -114,16 +114,16 @@ def test_an_unexplained_function_import_is_found(tmp_path):
 
 
 def test_the_program_top_level_holds_only_shared_modules():
-    """The program's parts live in packages (stages, judges, adaptation, retrieval, web, lm, guards, app); at the
-    top only what every part shares: the typed objects between stages, the question parsed once,
-    text helpers, paths, environment flags, atomic writes, JSON lines read one way and the
+    """The program's parts live in packages (stages, judges, judgments, adaptation, retrieval, web,
+    lm, guards, app); at the top only what every part shares: the typed objects between stages,
+    the question parsed once, text helpers, paths, environment flags, atomic writes, JSON lines read one way and the
     knowledge base's state (blobs written atomically, read by the judges and kept by the
     knowledge bases)."""
     top = sorted(f.name for f in (ROOT / "program").glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "atomic.py", "env.py", "jsonl.py", "paths.py", "question.py",
                    "state.py", "text.py", "types.py"]
     packages = sorted(d.name for d in (ROOT / "program").iterdir() if (d / "__init__.py").is_file())
-    assert packages == ["adaptation", "app", "guards", "judges", "lm", "retrieval", "stages", "web"]
+    assert packages == ["adaptation", "app", "guards", "judges", "judgments", "lm", "retrieval", "stages", "web"]
 
 
 def outside_imports(package: Path, banned: tuple[str, ...]) -> list[str]:
@@ -163,8 +163,8 @@ def test_the_judges_package_holds_no_training():
 
 
 # program/'s packages from the top floor down: a module imports only its own floor and those below
-FLOORS = [("app",), ("adaptation",), ("stages",), ("judges", "lm", "web"), ("retrieval", "guards"), ("types",),
-          ("atomic", "env", "paths", "text")]
+FLOORS = [("app",), ("adaptation",), ("stages",), ("judges", "judgments", "lm", "web"), ("retrieval", "guards"),
+          ("types",), ("atomic", "env", "paths", "text")]
 
 
 def imports_up(package: Path, floors: list[tuple[str, ...]]) -> list[str]:

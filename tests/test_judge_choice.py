@@ -4,7 +4,7 @@ each set's LM dev rows, and the best candidate kept (ties to the cheaper)."""
 from __future__ import annotations
 
 from optimize.judge_choice import choose
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT
+from program.judgments import PASSAGE, STRIP, SUPPORT
 from tests.test_judges import toy_judges
 
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from program.judges import JudgeChoice, JudgeSet, JudgesFileError, LinearJudge, load_judges, save_judges
-from program.judges.judgments import STRIP
+from program.judgments import STRIP
 from program.question import entity_names
-from program.judges.features import (PASSAGE_NAMES, STRIP_NAMES, SUPPORT_NAMES, cue_pairs, name_phrase,
-                                     passage_features)
+from program.judgments.passage import PASSAGE_NAMES, passage_features
+from program.judgments.strip import STRIP_NAMES
+from program.judgments.support import SUPPORT_NAMES
+from program.judgments.features import cue_pairs, name_phrase
 from program.stages.crag import CRAG
 from program.stages.stale import set_aside_stale, source_status
 from program.types import Action, ChunkGrade, Passage
@@ -257,7 +259,7 @@ def test_evaluator_thresholds_follow_the_passage_scorer_in_use():
 
 
 def test_a_web_page_is_judged_with_its_title():
-    from program.judges.judgments import judged_text
+    from program.judgments import judged_text
 
     page = Passage(id="https://en.wikipedia.org/wiki/Acme_Rockets", text="It was founded by Jane Roe in 1999.",
                    source="web", title="Acme Rockets")

@@ -1,4 +1,4 @@
-"""One record per judgment, one scoring entry, one rule for claim support."""
+"""One slice per judgment, one scoring entry, one rule for claim support."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from program.judges import JudgeChoice
-from program.judges.judgments import JUDGMENTS, PASSAGE, STRIP, SUPPORT, TRAINED, USEFULNESS, as_judgment
+from program.judgments import JUDGMENTS, PASSAGE, STRIP, SUPPORT, TRAINED, USEFULNESS, as_judgment, predictor_of
 from program.stages.attribution import support as attribution_support
 from program.stages.crag import CRAG
 from program.stages.selfcheck import ClaimChecker, decide_support, lexical_support
@@ -31,18 +31,18 @@ EVIDENCE = "Acme Rockets was founded by Jane Roe in 1999."
 
 
 def doubting_judges():
-    from program.judges.features import SUPPORT_NAMES
+    from program.judgments.support import SUPPORT_NAMES
 
     judges = toy_judges()
     judges.judges[SUPPORT.name] = judge_on(SUPPORT.name, SUPPORT_NAMES, "coverage_best", 0.0, -5.0)
     return judges
 
 
-def test_no_judgment_name_is_typed_outside_its_record():
+def test_no_judgment_name_is_typed_outside_its_slices():
     found = []
     for package in ("program", "optimize", "experiments"):
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path.name == "judgments.py":
+            if path.parent.name == "judgments":  # the slices and their registries
                 continue
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 found += [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for p in TYPED if p.search(line)]
@@ -50,18 +50,22 @@ def test_no_judgment_name_is_typed_outside_its_record():
 
 
 def test_the_name_tuples_are_derived_from_the_records():
-    assert list(JUDGMENTS) == ["passage", "strip", "support", "usefulness"]
+    assert list(JUDGMENTS) == ["passage", "rewrite", "standalone", "strip", "support", "usefulness"]
     assert [j.name for j in TRAINED] == ["passage", "strip", "support"]
-    assert list(toy_judges().report()["judgments"]) == list(JUDGMENTS)
+    # the judges' report lists the judgments a trained judge can make, not the LM's rewrites
+    assert list(toy_judges().report()["judgments"]) == ["passage", "strip", "support", "usefulness"]
     assert as_judgment("strip") is STRIP and as_judgment(SUPPORT) is SUPPORT
     with pytest.raises(KeyError):
         as_judgment("relevance")
 
 
 def test_each_records_predictor_is_in_the_program_with_its_signature():
-    predictors = dict(CRAG(ListKnowledgeBase([FOUNDING])).named_predictors())
+    program = CRAG(ListKnowledgeBase([FOUNDING]))
+    predictors = [p for _, p in program.named_predictors()]
     for judgment in JUDGMENTS.values():
-        assert list(predictors[judgment.predictor].signature.input_fields) == list(judgment.signature.input_fields)
+        predictor = predictor_of(program, judgment)
+        assert any(predictor is p for p in predictors)
+        assert list(predictor.signature.input_fields) == list(judgment.signature.input_fields)
 
 
 def test_one_entry_scores_every_judgment():
@@ -116,19 +120,19 @@ def test_the_lm_is_asked_only_where_the_choice_says_and_never_by_the_citations()
 def test_the_compile_measures_the_support_candidates_by_the_programs_rule():
     import dspy
 
-    from optimize.judge_choice import support_candidates
+    from optimize.judgments.support import candidates
 
     row = dspy.Example(claim=CLAIM, evidence=EVIDENCE, question=Q, support="partially")
-    figures = support_candidates(doubting_judges(), [(row, dspy.Prediction(quote="NONE"), None)])
+    figures = candidates(doubting_judges(), [(row, dspy.Prediction(quote="NONE"), None)])
     assert figures == {"trained": 1.0, "cascade": 1.0, "lm": 1.0}
 
 
 def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
-    # what a new judgment needs: features, a Signature, a record with its example; here a toy
-    # one whose feature is whether the passage holds the question's numbers
-    from optimize.training.train import fit_from_rows
+    # what a new judgment's training slice may fit with: its inputs, a Signature, a row reader;
+    # here a toy one whose feature is whether the passage holds the question's numbers
+    from optimize.judgments import fit_from_rows
     from program.adaptation.fit import trained_set
-    from program.judges.judgments import Judgment, passage_cosines
+    from program.judgments import Judgment, passage_cosines
     from program.text import numbers
     from signatures import GradeRetrieval
     from tests.test_judges import WordEmbedder
@@ -141,13 +145,14 @@ def test_a_judgment_with_its_own_rows_is_trained_on_them_alone():
         return {"question": row["question"],
                 "passages": [Passage(row["id"], row["passage"], source="row")]}, row["holds"]
 
-    toy = Judgment("toy", GradeRetrieval, "", "toy", ("numbers_held", "cosine"), inputs, example=example)
+    toy = Judgment("toy", GradeRetrieval, None, "toy", ("numbers_held", "cosine"), inputs)
     rows = [{"id": f"r{i}", "question": f"Can I send {a} in one transfer?",
              "passage": f"You can send up to {b} at once.",
              "holds": a == b} for i, (a, b) in enumerate([(10, 10), (20, 10), (30, 30), (40, 30), (50, 50), (60, 50),
                                                           (70, 70), (80, 70), (90, 90), (15, 90)])]
     embedder = WordEmbedder()
-    judge, keep = fit_from_rows(toy, rows, embedder.encode)
+    judge, pairs, keep = fit_from_rows(toy, rows, example, embedder.encode)
+    assert len(pairs) == len(rows)
     judges = trained_set({toy: judge}, thresholds={"toy_keep": keep}, embedder=embedder)
     held, lost = judges.score(toy, question="Can I send 25 in one transfer?",
                               passages=[Passage("a", "You can send up to 25 at once."),
@@ -162,7 +167,7 @@ def test_the_compiles_popqa_rows_ask_each_judgments_own_predictor_with_its_signa
     from program.app import resources
 
     kb = resources.knowledge_base()
-    rows = popqa_lm_rows(dict(CRAG(kb).named_predictors()), kb, n=4)
+    rows = popqa_lm_rows(CRAG(kb), kb, n=4)
     assert list(rows) == [j.rows for j in TRAINED]
     for judgment in TRAINED:
         assert len(rows[judgment.rows]) == 4
@@ -173,14 +178,16 @@ def test_the_compiles_popqa_rows_ask_each_judgments_own_predictor_with_its_signa
     assert fake_lm.calls["CheckClaimSupport"] == asked
 
 
-def test_every_trained_judgment_has_one_training_record_and_one_compiled_predictor():
-    # the compile builds the judgments' predictors and measures their candidates from these records
+def test_every_trained_judgment_has_one_training_slice_and_one_compiled_predictor():
+    # the compile builds the judgments' predictors and fits and measures their judges from the slices
     from optimize.compile import SPECS
-    from optimize.training.records import TRAINING
+    from optimize.judgments import JUDGES, TRAINING
 
-    assert [r.judgment for r in TRAINING] == list(TRAINED)
+    assert [t.judgment for t in JUDGES] == list(TRAINED)
+    assert all(t.measure and t.fit and t.dev_figures for t in JUDGES)
+    assert {t.judgment.name for t in TRAINING} == {"passage", "rewrite", "standalone", "strip", "support"}
     specs = {s.kind: s for s in SPECS}
-    for r in TRAINING:
-        spec = specs[r.judgment.rows]
-        assert (spec.signature, spec.path, spec.metric, spec.figures) == (r.judgment.signature, r.judgment.predictor,
-                                                                           r.metric, r.figures)
+    for t in TRAINING:
+        spec = specs[t.judgment.rows]
+        assert (spec.signature, spec.locate, spec.metric, spec.figures) == (t.judgment.signature, t.judgment.locate,
+                                                                             t.metric, t.figures)

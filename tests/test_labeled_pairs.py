@@ -12,7 +12,7 @@ from program.adaptation.fit import SourcePairs, fit_judges
 from program.adaptation.labeled import LABELED_FILE, LabeledPairsError, load_labeled, save_labeled
 from program.adaptation.pairs import Pairs
 from program.judges import save_judges
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT
+from program.judgments import PASSAGE, STRIP, SUPPORT
 
 
 def _pairs(judgment, n: int, rng, cues: bool = True, group: str = "q") -> Pairs:

@@ -19,7 +19,7 @@ from program.app import resources
 from program.app.compiled import evaluator_thresholds, read_manifest
 from program.app.configuration import load_compiled
 from program.judges import load_judges
-from program.judges.judgments import PASSAGE
+from program.judgments import PASSAGE
 from program.judges.store import corpus_key
 from program.paths import DEFAULT_KB_SOURCE, PROJECT_ROOT
 from program.retrieval.index import _fingerprint

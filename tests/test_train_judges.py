@@ -9,7 +9,8 @@ import pytest
 
 from optimize.training.pairs import chunk_key, names_subject, popqa_support_pairs, states_answer
 from program.stages.decision import evaluator_action
-from program.adaptation.calibrate import calibrate_actions, calibrate_support, f1, popqa_expected
+from program.adaptation.calibrate import calibrate_actions, f1, popqa_expected
+from program.judgments.support import fit_thresholds, fit_thresholds_sets
 from program.adaptation.pairs import perturb
 
 
@@ -57,8 +58,9 @@ def test_calibrate_actions_finds_the_separating_thresholds():
 def test_calibrate_support_three_verdicts():
     targets = [1.0, 1.0, 0.5, 0.5, 0.0, 0.0]
     scores = np.array([0.9, 0.8, 0.5, 0.45, 0.1, 0.2])
-    lo, hi, acc = calibrate_support(targets, scores)
-    assert acc == 1.0 and 0.2 < lo <= 0.45 and 0.5 < hi <= 0.8
+    fitted, acc = fit_thresholds(targets, scores)
+    assert acc == 1.0 and 0.2 < fitted.partially <= 0.45 and 0.5 < fitted.fully <= 0.8
+    assert [fitted.verdict(s) for s in scores] == ["fully", "fully", "partially", "partially", "no", "no"]
 
 
 def test_f1_of_kept_strips():
@@ -98,16 +100,14 @@ def test_popqa_claims_are_the_answer_the_strips_state_and_a_wrong_one():
     assert pairs.groups == ["popqa-1"] * 3
     assert pairs.labels == [1, 0, 0]
     from program.adaptation.pairs import support_pair_features  # noqa: F401 - rows are its features
-    from program.judges.features import SUPPORT_NAMES
+    from program.judgments.support import SUPPORT_NAMES
 
     lexical = [row[SUPPORT_NAMES.index("lexical_verdict")] for row in pairs.dense]
     assert lexical[1] == 0.0  # "was born in Oslo." names a city the evidence does not
 
 
 def test_support_thresholds_weigh_the_popqa_claims_too():
-    from program.adaptation.calibrate import calibrate_support_sets
-
     targets, scores = [1.0, 0.5, 0.0], np.array([0.9, 0.5, 0.1])
     # PopQA claims: supported ones score .3-.4, wrong ones .2: "partially" must sit at or below .3
-    lo, hi, mean = calibrate_support_sets(targets, scores, [1, 1, 0, 0], [0.3, 0.4, 0.2, 0.2])
-    assert mean == 1.0 and 0.2 < lo <= 0.3 and 0.5 < hi <= 0.9
+    fitted, mean = fit_thresholds_sets(targets, scores, [1, 1, 0, 0], [0.3, 0.4, 0.2, 0.2])
+    assert mean == 1.0 and 0.2 < fitted.partially <= 0.3 and 0.5 < fitted.fully <= 0.9

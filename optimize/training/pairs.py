@@ -22,8 +22,10 @@ from pathlib import PurePath
 import numpy as np
 
 from program.adaptation.pairs import Pairs, support_pair_features
-from program.judges.features import cue_pairs, passage_features, strip_features
-from program.judges.judgments import judged_text, strip_inputs
+from program.judgments import judged_text
+from program.judgments.features import cue_pairs
+from program.judgments.passage import passage_features
+from program.judgments.strip import strip_features, strip_inputs
 from program.stages.refine import decompose
 from program.stages.selfcheck import without_asked_entity
 from program.text import words

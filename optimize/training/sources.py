@@ -36,14 +36,15 @@ from program.adaptation.labeled import save_labeled
 from program.adaptation.pairs import adversarial_strip_pairs, support_rows_pairs, synthetic_support_pairs
 from program.app import resources
 from program.atomic import write_atomic
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT
+from program.judgments import PASSAGE, STRIP, SUPPORT
 from program.lm.model_files import cache_root
 from program.retrieval import CorpusError, EmbeddingError, KnowledgeBaseError
 
 ROOT = Path(__file__).resolve().parents[2]  # the project: eval_sets/, program/ and optimize/ are under it
 # the code that turns labeled rows into pairs: a change builds them again
 SOURCES_CODE = ["optimize/training/sources.py", "optimize/training/pairs.py", "program/adaptation/pairs.py",
-                "program/judges/features.py", "program/judges/judgments.py", "program/question.py"]
+                *(f"program/judgments/{name}.py" for name in ("base", "features", "passage", "strip", "support")),
+                "program/question.py"]
 
 
 def popqa_source(popqa_kb, embedder, web, log=print) -> SourcePairs:

@@ -39,7 +39,7 @@ from program.adaptation.lm_questions import write_questions
 from program.adaptation.own_rows import Refresh, own_rows, rows_key
 from program.adaptation.synthetic_rows import heading_questions
 from program.judges.adapted import adapted_state, load_adapted, write_judges
-from program.judges.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
+from program.judgments import PASSAGE, STRIP, SUPPORT, TRAINED
 from program.judges.store import corpus_key
 from program.retrieval.embedding import get_embedder
 from program.retrieval.progress import progress_enabled
@@ -123,7 +123,8 @@ class AdaptResult:
 
 def adapt_code() -> list[Path]:
     """The code that turns documents and labeled pairs into adapted judges: a change re-adapts."""
-    return [p for folder in ("judges", "adaptation") for p in sorted((ROOT / "program" / folder).glob("*.py"))
+    folders = ("judges", "judgments", "adaptation")
+    return [p for folder in folders for p in sorted((ROOT / "program" / folder).glob("*.py"))
             if p.name not in JUDGE_USERS]
 
 

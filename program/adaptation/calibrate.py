@@ -1,10 +1,10 @@
 """Thresholds calibrated on out-of-fold scores of training rows (CRAG §4.3-4.4; Self-RAG's IsSup).
 
 The evaluator's ``lower`` / ``upper`` for the best action accuracy (``calibrate_actions``), PopQA's
-action labels and its recall-keeping ``lower`` (``popqa_expected``), and the support judge's
-``partially`` / ``fully`` (``calibrate_support``, ``calibrate_support_sets``); the figures they
-are chosen by (``auc``, ``f1``). Every search runs over ``GRID`` and never reads the rows a figure
-is reported on.
+action labels and its recall-keeping ``lower`` (``popqa_expected``); the figures thresholds are
+chosen by (``auc``, ``f1``). Each judgment fits the thresholds it owns in its slice
+(``program.judgments.strip``, ``program.judgments.support``). Every search runs over ``GRID``
+and never reads the rows a figure is reported on.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import itertools
 import numpy as np
 
 from program.stages.decision import evaluator_action
+from program.judgments.base import GRID, f1  # the grid and F1 every judgment's own thresholds are fit by too
 
-
-GRID = [round(float(x), 2) for x in np.arange(0.05, 1.0, 0.05)]
+__all__ = ["GRID", "auc", "calibrate_actions", "f1", "group_runs", "popqa_expected", "question_best"]
 
 
 def auc(labels, scores) -> float:
@@ -24,12 +24,6 @@ def auc(labels, scores) -> float:
     from sklearn.metrics import roc_auc_score  # why: sklearn loads only when a figure is measured
 
     return round(float(roc_auc_score(labels, scores)), 4) if len(set(labels)) == 2 else float("nan")
-
-
-def f1(labels, kept) -> float:
-    labels, kept = np.asarray(labels, bool), np.asarray(kept, bool)
-    tp = (labels & kept).sum()
-    return round(float(2 * tp / (labels.sum() + kept.sum())), 4) if labels.sum() + kept.sum() else 1.0
 
 
 def question_best(groups, scores) -> dict:
@@ -73,38 +67,3 @@ def popqa_expected(groups, labels, scores, recall: float = 0.95) -> tuple[dict, 
 def group_runs(groups: list[str]) -> list[int]:
     """Lengths of the runs of equal consecutive group ids (one run per question)."""
     return [len(list(g)) for _, g in itertools.groupby(groups)]
-
-
-def calibrate_support(targets, scores) -> tuple[float, float, float]:
-    """``(partially, fully, accuracy)`` thresholds for the best three-way verdict accuracy."""
-    targets = np.asarray(targets)
-    best = (0.35, 0.5, -1.0)
-    for lo, hi in itertools.product(GRID, GRID):
-        if lo > hi:
-            continue
-        verdicts = np.where(scores >= hi, 1.0, np.where(scores >= lo, 0.5, 0.0))
-        acc = float((verdicts == targets).mean())
-        if acc > best[2]:
-            best = (lo, hi, acc)
-    return best
-
-
-def support_accuracy(targets, scores, lo, hi) -> float:
-    verdicts = np.where(np.asarray(scores) >= hi, 1.0, np.where(np.asarray(scores) >= lo, 0.5, 0.0))
-    return round(float((verdicts == np.asarray(targets)).mean()), 4)
-
-
-def calibrate_support_sets(targets, scores, popqa_labels, popqa_scores) -> tuple[float, float, float]:
-    """``(partially, fully, mean accuracy)`` for the best mean of two figures: the labeled
-    rows' three-way verdict accuracy (``targets`` 1 / 0.5 / 0) and the PopQA claims' kept
-    accuracy (``popqa_labels`` 0/1; a claim is kept at ``partially`` or above). Calibrating on
-    the labeled rows alone set ``partially`` where it passed wrong PopQA answers."""
-    popqa_labels, popqa_scores = np.asarray(popqa_labels, bool), np.asarray(popqa_scores)
-    best = (0.35, 0.5, -1.0)
-    for lo, hi in itertools.product(GRID, GRID):
-        if lo > hi:
-            continue
-        mean = (support_accuracy(targets, scores, lo, hi) + float(((popqa_scores >= lo) == popqa_labels).mean())) / 2
-        if mean > best[2] + 1e-9:
-            best = (lo, hi, round(mean, 4))
-    return best

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from program.adaptation.calibrate import (GRID, calibrate_actions, calibrate_support, calibrate_support_sets, f1,
-                                          popqa_expected)
+from program.adaptation.calibrate import calibrate_actions, popqa_expected
 from program.adaptation.pairs import Pairs
 from program.judges import JudgeChoice, JudgeSet, LinearJudge
-from program.judges.judgments import PASSAGE, STRIP, STRIP_KEEP, SUPPORT, SUPPORT_FULLY, SUPPORT_PARTIALLY, Judgment
 from program.judges.store import corpus_key
+from program.judgments import PASSAGE, STRIP, SUPPORT, Judgment
+from program.judgments import strip as strip_slice, support as support_slice
 
 
 LABELED_SUPPORT_WEIGHT = 10.0
@@ -158,16 +158,15 @@ def _passage_thresholds(sources: list[SourcePairs], passage_oof: np.ndarray) -> 
     return by_corpus, default
 
 
-def _strip_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float]:
-    """``(strip judge, strip_keep)``: the keep threshold for the best out-of-fold strip F1."""
+def _strip_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, dict]:
+    """``(strip judge, its saved thresholds)``: the keep threshold for the best out-of-fold strip F1."""
     strip_pairs = _join([s.strip for s in sources])
     strip_oof = out_of_fold(STRIP, strip_pairs)
-    keep = max(GRID, key=lambda t: (f1(strip_pairs.labels, strip_oof >= t), -abs(t - 0.5)))
-    return fit_judge(STRIP, strip_pairs), keep
+    return fit_judge(STRIP, strip_pairs), strip_slice.fit_thresholds(strip_pairs.labels, strip_oof).saved()
 
 
-def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, float]:
-    """``(support judge, support_partially, support_fully)``, the thresholds on out-of-fold scores."""
+def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, dict]:
+    """``(support judge, its saved thresholds)``: *partially* / *fully* on out-of-fold scores."""
     popqa = next((s for s in sources if s.name == "popqa"), None)
     synthetic = popqa.support if popqa else Pairs(cues=None)
     claims = popqa.claims if popqa and popqa.claims is not None else Pairs(cues=None)
@@ -182,13 +181,12 @@ def _support_judge(sources: list[SourcePairs]) -> tuple[LinearJudge, float, floa
     targets = np.asarray(support_pairs.targets)[rows]
     claim_oof = support_oof[len(synthetic): len(synthetic) + len(claims)]
     if len(claims) and len(labeled):
-        lo, hi, _ = calibrate_support_sets(targets, support_oof[rows], claims.labels, claim_oof)
+        thresholds, _ = support_slice.fit_thresholds_sets(targets, support_oof[rows], claims.labels, claim_oof)
     elif len(labeled):
-        lo, hi, _ = calibrate_support(targets, support_oof[rows])
-    else:  # PopQA alone: its claims are kept or not, so one threshold; "fully" no lower than it
-        lo = max(GRID, key=lambda t: (float(((claim_oof >= t) == np.asarray(claims.labels, bool)).mean()), -t))
-        hi = max(lo, 0.5)
-    return fit_judge(SUPPORT, support_pairs, weights=weights), lo, hi
+        thresholds, _ = support_slice.fit_thresholds(targets, support_oof[rows])
+    else:  # PopQA alone: its claims are kept or not, so one threshold
+        thresholds = support_slice.fit_kept(claims.labels, claim_oof)
+    return fit_judge(SUPPORT, support_pairs, weights=weights), thresholds.saved()
 
 
 def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet:
@@ -200,9 +198,9 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
       passages, as in ``train_judges``);
     * the default, for a knowledge base with no labels: PopQA's when PopQA is a source, else
       those calibrated on every source's training queries pooled;
-    * ``strip_keep`` for the best strip F1; ``support_partially`` / ``support_fully`` for the
-      best verdict accuracy of the labeled support rows (with PopQA, the mean of that and its
-      claims' kept accuracy).
+    * the strip judgment's keep for the best strip F1, the support judgment's *partially* /
+      *fully* for the best verdict accuracy of the labeled support rows (with PopQA, the mean of
+      that and its claims' kept accuracy); each slice fits its own (``program.judgments``).
 
     Raises:
         ValueError: no source, or a judge with a single label class.
@@ -214,12 +212,11 @@ def fit_judges(sources: list[SourcePairs], embedder=None, log=print) -> JudgeSet
     passage_oof = out_of_fold(PASSAGE, passage_pairs)
     passage = fit_judge(PASSAGE, passage_pairs)
     by_corpus, default = _passage_thresholds(sources, passage_oof)
-    strip, keep = _strip_judge(sources)
-    support, lo, hi = _support_judge(sources)
+    strip, strip_thresholds = _strip_judge(sources)
+    support, support_thresholds = _support_judge(sources)
 
     judges = trained_set({PASSAGE: passage, STRIP: strip, SUPPORT: support},
-                            thresholds={**default, STRIP_KEEP.key: keep, SUPPORT_PARTIALLY.key: lo,
-                                        SUPPORT_FULLY.key: hi},
+                            thresholds={**default, **strip_thresholds, **support_thresholds},
                             thresholds_by_corpus=by_corpus, embedder=embedder)
     log(f"judges fitted on {', '.join(s.name for s in sources)} in {time.perf_counter() - started:.1f} s")
     return judges

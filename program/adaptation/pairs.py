@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from program.judges.features import cue_pairs, evidence_sentences, strip_features, support_features
+from program.judgments.features import cue_pairs
+from program.judgments.support import evidence_sentences, support_features
+from program.judgments.strip import strip_features
 from program.stages.selfcheck import VERDICT_VALUE, lexical_support
 from program.text import names
 

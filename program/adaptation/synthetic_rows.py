@@ -35,8 +35,9 @@ from pathlib import Path
 
 from program.adaptation.fit import SourcePairs
 from program.adaptation.pairs import Pairs, adversarial_strip_pairs, synthetic_support_pairs
-from program.judges.features import cue_pairs, passage_features
-from program.judges.judgments import judged_text
+from program.judgments.features import cue_pairs
+from program.judgments.passage import passage_features
+from program.judgments import judged_text
 from program.stages.refine import decompose
 from program.types import Passage
 

@@ -180,7 +180,7 @@ def _ask(args) -> int:
     from program.app import resources
     from program.app.flags import use_embedder
     from program.app.startup import SetupError, build_program_from_flags, check_setup, report_left_out
-    from program.judges.judgments import PASSAGE
+    from program.judgments import PASSAGE
     from program.guards.question import QuestionError, validate_question
     from program.retrieval.filters import DocumentFilter, FilterError
 

@@ -28,7 +28,7 @@ import dspy
 from program.app.refinement import REFINEMENT_FILE, refines_passages
 from program.judges.adapted import adapted_state
 from program.judges.operating_point import read_operating_point
-from program.judges.judgments import PASSAGE
+from program.judgments import PASSAGE
 from program.paths import COMPILED_DIR as PATHS_COMPILED_DIR
 from program.stages.draft import ConfidenceModel
 from program.stages.settings import DEFAULT_ACCEPT

@@ -4,7 +4,7 @@ Each judgment that scores text against a question or a claim has one contract: a
 [0, 1]. Behind it stands the prompted LM (the Signature), a small trained judge
 (``LinearJudge``), or a cascade of the two; ``python -m optimize.compile`` trains the judges,
 measures all three on dev labels, and records which one each judgment uses. Each judgment is
-one record (``judgments``): its Signature, features, labeled rows and candidates.
+one slice of ``program.judgments``: its Signature, features, thresholds and candidates.
 
 No training lives here: the compile trains the judges (``optimize.training``), and ``program
 index`` adapts them to a knowledge base (``program.adaptation``, from the labeled pairs the compile

@@ -3,7 +3,7 @@
 The CRAG paper's evaluator is a fine-tuned T5-large (§5.5); MiniCheck's checkers are small
 fine-tuned models. On 2 CPU cores without a GPU, what trains inside the compile's budget and
 scores in microseconds is a linear model: scikit-learn's ``LogisticRegression`` over
-standardised dense features (``program.judges.features``) plus ``FeatureHasher`` columns for
+standardised dense features (``program.judgments`` slices) plus ``FeatureHasher`` columns for
 the question-word x text-word cue pairs. It is saved as JSON (weights, not a pickle), so the
 committed compile is small, readable and loads with any scikit-learn version.
 """

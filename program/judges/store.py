@@ -1,6 +1,6 @@
 """The set of trained judges a compile produced: scoring, saving and loading ``compiled/judges.json``.
 
-``JudgeSet.score(judgment, **items)`` scores any judgment of ``program.judges.judgments`` with
+``JudgeSet.score(judgment, **items)`` scores any judgment of ``program.judgments`` with
 no LM call, one score in [0, 1] per item: ``score(PASSAGE, question=, passages=)`` (CRAG §4.2),
 ``score(STRIP, question=, strips=, passages=)`` (CRAG §4.4), ``score(SUPPORT, claim=, evidence=,
 lexical_verdict=, question=)`` (Self-RAG's IsSup as a probability that the evidence states the
@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from program.atomic import write_atomic
-from program.judges.judgments import (JUDGMENTS, PASSAGE, SUPPORT_FULLY, SUPPORT_PARTIALLY, Judgment, Threshold,
-                                      as_judgment)
+from program.judgments import PASSAGE, SCORED, Judgment, as_judgment
 from program.judges.model import LinearJudge
 from program.retrieval.embedding import get_embedder
 
@@ -60,7 +59,7 @@ class JudgeChoice:
 
 
 def who_judges(judges: "JudgeSet | None", judgment: Judgment) -> JudgeChoice:
-    """Who decides ``judgment`` (a ``program.judges.judgments`` record): the one place every
+    """Who decides ``judgment`` (a ``program.judgments`` record): the one place every
     stage asks. ``judges.choice(judgment)`` (measured per knowledge base by the compile,
     docs/judges.md "The choice"), or the LM when the program has no trained judges."""
     return judges.choice(judgment) if judges is not None else JudgeChoice("lm")
@@ -71,11 +70,11 @@ class JudgeSet:
     """The trained judges, their thresholds and choices, and the embedder they read.
 
     Attributes:
-        judges: a judgment's name (``program.judges.judgments.TRAINED``) -> its ``LinearJudge``.
+        judges: a judgment's name (``program.judgments.TRAINED``) -> its ``LinearJudge``.
         choices: the same keys -> ``JudgeChoice``.
-        thresholds: the evaluator's default ``lower`` / ``upper``, ``strip_keep`` (a strip is
-            kept at or above it), ``support_fully`` and ``support_partially`` (support score ->
-            Self-RAG's fully / partially / no).
+        thresholds: the evaluator's default ``lower`` / ``upper``, and the cuts each judgment
+            owns, stored under keys its slice alone reads and writes (``program.judgments.strip``:
+            a strip kept; ``program.judgments.support``: Self-RAG's fully / partially / no).
         thresholds_by_corpus: ``corpus_key`` -> the evaluator's thresholds calibrated on that
             knowledge base's own training questions (``thresholds_for``).
         choices_by_corpus: ``corpus_key`` -> judgment -> the ``JudgeChoice`` measured on that
@@ -154,7 +153,7 @@ class JudgeSet:
         bool}`` (``calibrated_here``: the judges learned from rows of this knowledge base, labeled
         or its own), plus
         ``adapted_from`` (the adaptation's name, documents, rows and date) when adapted."""
-        out = {"judgments": {name: self.choice(j).use for name, j in JUDGMENTS.items()},
+        out = {"judgments": {j.name: self.choice(j).use for j in SCORED},
                "adapted": bool(self.adapted), "corpus": self.corpus,
                "calibrated_here": bool(self.corpus) and self.corpus in self.thresholds_by_corpus}
         if self.adapted:
@@ -189,7 +188,7 @@ class JudgeSet:
         """Scores in [0, 1] of ``judgment``'s trained judge, one per item scored.
 
         Args:
-            judgment: a ``program.judges.judgments`` record.
+            judgment: a ``program.judgments`` record.
             items: what its ``inputs`` reads: ``question`` and ``passages`` (``Passage``; a
                 knowledge-base passage's retrieval cosine is reused, a web page is embedded,
                 cut to 2,000 characters); ``question``, ``strips`` (``Strip``), the ``passages``
@@ -201,17 +200,6 @@ class JudgeSet:
         """
         judge = self.judges[judgment.judge.name]
         return [judge.score(dense, cues) for dense, cues in judgment.inputs(self._encode, **items)]
-
-    def threshold(self, threshold: Threshold, default: float | None = None) -> float:
-        """The value fit for ``threshold`` (a ``Threshold`` a judgment record owns), else
-        ``default``, else the threshold's own default."""
-        return self.thresholds.get(threshold.key, threshold.default if default is None else default)
-
-    def support_verdict(self, score: float) -> str:
-        """Self-RAG's verdict for a support score, by the calibrated thresholds."""
-        if score >= self.threshold(SUPPORT_FULLY):
-            return "fully"
-        return "partially" if score >= self.threshold(SUPPORT_PARTIALLY) else "no"
 
     def to_dict(self) -> dict:
         return {"judges": {k: j.to_dict() for k, j in self.judges.items()},
@@ -272,7 +260,7 @@ def route_report(judges: JudgeSet | None) -> dict:
     to grade a passage, so passages are scored by the trained judge or by retrieval similarity;
     with no trained judges the LM decides the rest and nothing was adapted."""
     if judges is None:
-        return {"judgments": {name: "similarity" if j is PASSAGE else "lm" for name, j in JUDGMENTS.items()},
+        return {"judgments": {j.name: "similarity" if j is PASSAGE else "lm" for j in SCORED},
                 "adapted": False, "corpus": "", "calibrated_here": False}
     report = judges.report()
     report["judgments"] = {**report["judgments"], PASSAGE.name: "trained" if judges.has(PASSAGE) else "similarity"}

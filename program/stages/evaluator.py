@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dspy
 
-from program.judges.features import STALE_CUES
-from program.judges.judgments import PASSAGE
+from program.judgments.features import STALE_CUES
+from program.judgments import PASSAGE
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG, supports_logprobs
 from program.lm.token_scores import field_probability

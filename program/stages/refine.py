@@ -20,7 +20,8 @@ import dspy
 import numpy as np
 
 from program.guards.caps import report_cap
-from program.judges.judgments import STRIP, STRIP_KEEP
+from program.judgments import STRIP
+from program.judgments.strip import keep_threshold
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.events import emit
@@ -191,7 +192,7 @@ class KnowledgeRefiner(dspy.Module):
         similarity = self._similarity(question, strips)
         choice = who_judges(self.judges, STRIP)
         trained = choice.trained
-        threshold = self.judges.threshold(STRIP_KEEP, self.keep_threshold) if trained else self.keep_threshold
+        threshold = keep_threshold(self.judges, self.keep_threshold) if trained else self.keep_threshold
         if trained:
             scores = self.judges.score(STRIP, question=question, strips=strips, passages=passages, cosines=similarity)
             for strip, score in zip(strips, scores):

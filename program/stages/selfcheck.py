@@ -23,9 +23,9 @@ from typing import NamedTuple
 import dspy
 
 from program.guards.caps import report_cap
-from program.judges.features import evidence_sentences  # public here too
+from program.judgments import SUPPORT, support
+from program.judgments.support import evidence_sentences  # public here too
 from program.question import entity_names, parsed
-from program.judges.judgments import SUPPORT
 from program.judges.store import JudgeChoice, who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.lm.continuation import Reading, can_continue, continuing, continuing_reference
@@ -181,7 +181,7 @@ def decide_support(claim: str, evidence: str, question: str = "", judges=None, q
         score = round(judges.score(SUPPORT, claim=claim, evidence=evidence, lexical_verdict=VERDICT_VALUE[lexical],
                                    question=question)[0], 4)
         if quote is None or not choice.asks_lm(score):
-            return Support(max(lexical, judges.support_verdict(score), key=RANKED_VERDICTS.index), score, lexical)
+            return Support(max(lexical, support.verdict(judges, score), key=RANKED_VERDICTS.index), score, lexical)
     if quote is None:
         return Support(lexical, score, lexical)
     try:

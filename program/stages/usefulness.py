@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dspy
 
-from program.judges.judgments import USEFULNESS
+from program.judgments import USEFULNESS
 from program.judges.store import who_judges
 from program.lm.configure import CRITIQUE_CONFIG
 from program.stages.events import emit
