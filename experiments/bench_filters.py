@@ -44,6 +44,7 @@ import numpy as np
 
 from experiments.bench_retrieval import (CACHE_DIR, HandedEmbedder, corpus_vectors, embedded_vectors, machine,
                                          synthetic_chunks)
+from experiments.pg_local import add_database_option, database, with_table
 from program.retrieval.chunking import Chunk
 from program.retrieval.embedding import get_embedder
 from program.retrieval.faiss_index import IndexSpec, build_index
@@ -170,13 +171,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--embed-max", type=int, default=3000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backends", default="faiss,pgvector")
-    p.add_argument("--pg-url", default=None, help="a PostgreSQL with pgvector (default: a throwaway pgserver one)")
+    add_database_option(p)
     p.add_argument("--out", default="reports/filters")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
-    from experiments.pg_local import database, with_table
     from eval_sets.popqa import load_questions
 
     args = parse_args(argv)

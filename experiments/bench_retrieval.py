@@ -95,7 +95,7 @@ import faiss
 import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
-from experiments.pg_local import database
+from experiments.pg_local import add_database_option, database
 from program.retrieval.chunking import Chunk, chunk_document, split_sentences
 from program.retrieval.corpus import load_documents
 from program.retrieval.embedding import Embedder
@@ -428,10 +428,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--pg-m", type=int, default=16, help="pgvector HNSW m")
     p.add_argument("--pg-ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
     p.add_argument("--pg-ef-search", type=int, default=100, help="pgvector hnsw.ef_search")
-    p.add_argument("--pg-url", default=None,
-                   help="libpq URL of a PostgreSQL with pgvector, tables bench_<N>_seed<S> (pgvector) and "
-                        "bench_<N>_seed<S>_hybrid (pg-hybrid) must not exist "
-                        "(default: a throwaway pgserver)")
+    add_database_option(p, "where tables bench_<N>_seed<S> (pgvector) and bench_<N>_seed<S>_hybrid "
+                           "(pg-hybrid) must not exist")
     p.add_argument("--threads", type=int, default=None, help="torch threads of the embedder (default: its own)")
     p.add_argument("--out", default="results/bench-retrieval", help="folder of the JSON result")
     args = p.parse_args(argv)

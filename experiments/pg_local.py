@@ -7,6 +7,13 @@ import contextlib
 import tempfile
 
 
+def add_database_option(parser, note: str = "") -> None:
+    """``--pg-url`` on ``parser``: the server ``database`` yields (default: a throwaway one);
+    ``note`` says what the measurement writes there."""
+    parser.add_argument("--pg-url", default=None, help="libpq URL of a PostgreSQL with pgvector"
+                        + (f", {note}" if note else "") + " (default: a throwaway pgserver one)")
+
+
 @contextlib.contextmanager
 def database(url: str | None = None):
     """Yield a libpq URL: ``url`` itself, or that of a server started on a temporary data folder

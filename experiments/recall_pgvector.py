@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_sets.popqa import KNOWLEDGE_BASE_PATH, load_questions
-from experiments.pg_local import database, with_table
+from experiments.pg_local import add_database_option, database, with_table
 from program.app import resources
 from program.retrieval.index import embed_text
 
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--ef-search", default="10,20,40,100", help="comma-separated hnsw.ef_search values")
     p.add_argument("--m", type=int, default=16)
     p.add_argument("--ef-construction", type=int, default=64)
-    p.add_argument("--pg-url", default=None, help="libpq URL of a server with pgvector (default: a throwaway one)")
+    add_database_option(p)
     p.add_argument("--out", default="results/recall-pgvector")
     args = p.parse_args(argv)
     efs = [int(x) for x in args.ef_search.split(",") if x.strip()]
